@@ -1,0 +1,188 @@
+"""``apply(state, op) -> Outcome``: the model's one entry point.
+
+Pure: no I/O, no clock (time is ``op.now``), no randomness. An error reply
+returns the state it was given, unchanged (protocol "Errors"). A request that
+reaches the failpoint named by ``crash_at`` returns the durable state at that
+point with the volatile part dropped, the events appended until then, and a
+:class:`~inboxsim.model.values.Crashed` reply (outcome unknown).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+from . import inbox, runner
+from .ops import (
+    Answer, Calls, Compact, CrashOp, Create, Fork, Hello, Interrupt, Log, Messages, Op,
+    Pending, Prompt, Resume, RevertClear, RevertCommit, RevertStage, Synthetic,
+)
+from .policy import G4, Policy
+from .state import CrashedAt, Failed, State, Tx
+from .store import EMPTY_STORE, SessionLog
+from .values import Crashed, Err, Event, Ok, Reply
+
+PROTOCOL = 1
+DEFAULT_STEP_LIMIT = 4
+ALL_FEATURES = ("synthetic", "compaction", "fork", "revert", "resume", "interrupt", "crash_op", "failpoints")
+
+
+class Outcome(NamedTuple):
+    state: State
+    reply: Reply
+    events: tuple[Event, ...]
+
+
+def initial_state(policy: Policy = G4, step_limit: int = DEFAULT_STEP_LIMIT) -> State:
+    return State(policy, EMPTY_STORE, {}, step_limit, 0)
+
+
+def features(policy: Policy) -> tuple[str, ...]:
+    if policy.synthetic_delivery == "none":
+        return tuple(f for f in ALL_FEATURES if f != "synthetic")
+    return ALL_FEATURES
+
+
+def apply(state: State, op: Op, crash_at: str | None = None) -> Outcome:
+    """Apply one request to the model and run the runner to quiescence."""
+    if isinstance(op, CrashOp):
+        return Outcome(state.crashed(), Ok({}), ())
+    tx = Tx(state, op.now, crash_at)
+    try:
+        result = _HANDLERS[type(op)](tx, op)
+    except Failed as failure:
+        return Outcome(state, Err(failure.code, failure.message), ())
+    except CrashedAt as crash:
+        return Outcome(tx.freeze().crashed(), Crashed(crash.point), tuple(tx.events))
+    return Outcome(tx.freeze(), Ok(result), tuple(tx.events))
+
+
+# --- one handler per operation ---------------------------------------------
+
+
+def _hello(tx: Tx, op: Hello) -> dict[str, Any]:
+    if op.step_limit is not None:
+        if isinstance(op.step_limit, bool) or not isinstance(op.step_limit, int) or op.step_limit < 1:
+            raise Failed("invalid_request", f"step_limit must be a positive integer, not {op.step_limit!r}")
+        tx.step_limit = op.step_limit
+    return {
+        "protocol": PROTOCOL,
+        "implementation": f"inboxsim-model ({tx.policy.name})",
+        "features": list(features(tx.policy)),
+        "step_limit": tx.step_limit,
+    }
+
+
+def _create(tx: Tx, op: Create) -> dict[str, Any]:
+    if op.session not in tx.store.sessions:  # an existing ID is adopted
+        tx.store = tx.store.with_session(SessionLog(op.session))
+    return {"session": op.session}
+
+
+def _prompt(tx: Tx, op: Prompt) -> dict[str, Any]:
+    log = tx.session(op.session)
+    if log.revert is not None:
+        # Judged as if the staged revert were committed just before: the
+        # commit and the admission land together or not at all.
+        inbox.revert_commit(tx, op.session)
+    receipt = inbox.admit(tx, op)
+    if op.resume is not False:
+        runner.wake(tx, op.session)
+    return receipt.to_wire()
+
+
+def _synthetic(tx: Tx, op: Synthetic) -> dict[str, Any]:
+    receipt = inbox.admit(tx, op)
+    if op.resume is not False and tx.log(op.session).revert is None:
+        runner.wake(tx, op.session)
+    return receipt.to_wire()
+
+
+def _compact(tx: Tx, op: Compact) -> dict[str, Any]:
+    receipt = inbox.compact(tx, op)
+    runner.wake(tx, op.session)
+    return receipt.to_wire()
+
+
+def _resume(tx: Tx, op: Resume) -> dict[str, Any]:
+    tx.session(op.session)
+    runner.resume(tx, op.session)
+    return {}
+
+
+def _interrupt(tx: Tx, op: Interrupt) -> dict[str, Any]:
+    tx.session(op.session)
+    return {"interrupted": runner.interrupt(tx, op.session)}
+
+
+def _calls(tx: Tx, op: Calls) -> dict[str, Any]:
+    calls = sorted((run.call for run in tx.runs.values()), key=lambda c: c.opened)
+    return {"calls": [c.to_wire() for c in calls]}
+
+
+def _answer(tx: Tx, op: Answer) -> dict[str, Any]:
+    if op.finish not in ("stop", "tool", "error"):
+        raise Failed("invalid_request", f"finish must be stop, tool or error, not {op.finish!r}")
+    for run in tx.runs.values():
+        if run.call.call == op.call:
+            runner.answer(tx, run, op.finish)
+            return {}
+    raise Failed("invalid_request", f"call {op.call!r} is not open")
+
+
+def _fork(tx: Tx, op: Fork) -> dict[str, Any]:
+    inbox.fork(tx, op)
+    return {"session": op.child}
+
+
+def _revert_stage(tx: Tx, op: RevertStage) -> dict[str, Any]:
+    inbox.revert_stage(tx, op.session, op.message)
+    return {}
+
+
+def _revert_clear(tx: Tx, op: RevertClear) -> dict[str, Any]:
+    inbox.revert_clear(tx, op.session)
+    return {}
+
+
+def _revert_commit(tx: Tx, op: RevertCommit) -> dict[str, Any]:
+    inbox.revert_commit(tx, op.session)
+    return {}
+
+
+def _log(tx: Tx, op: Log) -> dict[str, Any]:
+    after = -1 if op.after is None else op.after
+    return {"events": [e.to_wire() for e in tx.session(op.session).events if e.seq > after]}
+
+
+def _messages(tx: Tx, op: Messages) -> dict[str, Any]:
+    return {"messages": [m.to_wire() for m in tx.session(op.session).transcript]}
+
+
+def _pending(tx: Tx, op: Pending) -> dict[str, Any]:
+    rows = tx.session(op.session).pending
+    return {
+        "pending": [
+            {"input": r.input, "type": r.type, "delivery": r.delivery, "admitted_seq": r.admitted_seq, "time": r.time}
+            for r in rows
+        ]
+    }
+
+
+_HANDLERS: dict[type, Callable[[Tx, Any], dict[str, Any]]] = {
+    Hello: _hello,
+    Create: _create,
+    Prompt: _prompt,
+    Synthetic: _synthetic,
+    Compact: _compact,
+    Resume: _resume,
+    Interrupt: _interrupt,
+    Calls: _calls,
+    Answer: _answer,
+    Fork: _fork,
+    RevertStage: _revert_stage,
+    RevertClear: _revert_clear,
+    RevertCommit: _revert_commit,
+    Log: _log,
+    Messages: _messages,
+    Pending: _pending,
+}

@@ -1,0 +1,171 @@
+"""Design choices of the inbox as one explicit value.
+
+Every choice that ``opencode-v2-inbox.md`` section 5 leaves open, or that
+changed between generations, is a field of :class:`Policy`. The model reads
+these fields in exactly one place each; nothing else in the model branches on
+a preset's name. The presets are the table of ``harness-contract.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+RetryIdentity = Literal["strict", "first_wins"]
+RetryAfterPromotion = Literal["admission_record", "message"]
+VisibleTime = Literal["promotion", "admission"]
+BarrierBlocks = Literal["all", "after"]
+SyntheticDelivery = Literal["steer_or_queue", "always_steer", "none"]
+Lifecycles = Literal["shared", "parallel", "parallel_merged"]
+
+
+class PolicyError(ValueError):
+    """A policy name or file that cannot be used; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """One design of the inbox: each field is a choice the spec leaves open."""
+
+    name: str
+    summary: str
+    retry_identity: RetryIdentity = "strict"
+    """Which reuse of an input ID is an exact retry. ``strict`` (G3/G4, spec
+    3.1 step 5 and invariant 21): same session, type, delivery and canonical
+    payload, metadata included. ``first_wins`` (G5, spec 3.1 "G5 deltas"): any
+    reuse in the same session and of the same type returns the first
+    admission; only another session or type fails."""
+    retry_after_promotion: RetryAfterPromotion = "admission_record"
+    """How a retry is judged once its input is visible. ``admission_record``
+    (first G4 revision, spec 3.3; adapter protocol "Exact retry"): against the
+    durable admission event, delivery included, returning the original
+    receipt; a visible ID without an admission in this session (a fork copy)
+    conflicts. ``message`` (later G4 and G5, spec 3.3, A3/A4): the receipt is
+    rebuilt from the message, its delivery copied from the request, so a
+    delivery change is never detected and fork copies reconcile."""
+    visible_time: VisibleTime = "promotion"
+    """The ``time`` a promoted message carries. ``promotion`` (the seed's
+    decision, G5 projector, spec 3.14) or ``admission`` (G2: the projected
+    message keeps its admission time), open point A1."""
+    steer_batch_cap: int | None = None
+    """At most this many steers promote at one boundary (G2's cutoff cap of
+    100, spec 3.4 "G2 difference"); ``None``: every pending steer (G4)."""
+    barrier_blocks: BarrierBlocks = "all"
+    """What a compaction barrier holds back. ``all`` (G4 code, spec 3.8 and
+    invariant 10): every promotion while it exists. ``after`` (G5 ordered
+    control items, spec 3.4 "G5 difference", open point A2): only input
+    admitted after it; steers admitted before it promote first."""
+    synthetic_delivery: SyntheticDelivery = "steer_or_queue"
+    """Which deliveries synthetic input has. ``steer_or_queue`` (the seed's
+    decision), ``always_steer`` (seed candidate B gives synthetic input no
+    delivery), ``none`` (G2 has no synthetic route: ``unsupported``)."""
+    lifecycles: Lifecycles = "shared"
+    """How prompt and synthetic input are ordered. ``shared``: one admission
+    order (the seed's decision). ``parallel`` (seed candidate C, first draft):
+    at a boundary prompts promote before synthetics, each kind in its own
+    order. ``parallel_merged`` (candidate C as decided): parallel records with
+    one merged order, observably the same as ``shared``."""
+
+    def fields(self) -> dict[str, object]:
+        """The choice fields only (no name or summary), for listings."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in ("name", "summary")
+        }
+
+
+G4 = Policy("g4", "V2 Session Contract (G4): session_pending, strict retry, promotion-time stamps")
+
+PRESETS: dict[str, Policy] = {
+    p.name: p
+    for p in (
+        G4,
+        Policy("g3", "the seed's decided design: rows kept with promoted_seq (observably G4)"),
+        Policy(
+            "g2",
+            "released OpenCode 1.18.33: admission-time stamps, 100-steer cap, no synthetic route",
+            visible_time="admission",
+            steer_batch_cap=100,
+            synthetic_delivery="none",
+        ),
+        Policy(
+            "g5",
+            "session_inbox (G5): first admission wins, retry from the message, ordered barrier",
+            retry_identity="first_wins",
+            retry_after_promotion="message",
+            barrier_blocks="after",
+        ),
+        Policy("a", "seed candidate A: prompt content as a union (observably G4)"),
+        Policy(
+            "b",
+            "seed candidate B: session input as the union; synthetic input always steers",
+            synthetic_delivery="always_steer",
+        ),
+        Policy(
+            "c",
+            "seed candidate C, first draft: parallel lifecycles, prompts before synthetics",
+            lifecycles="parallel",
+        ),
+        Policy(
+            "c-merged",
+            "seed candidate C as decided: parallel records, one merged order",
+            lifecycles="parallel_merged",
+        ),
+    )
+}
+
+_CHOICES: dict[str, tuple[object, ...]] = {
+    "retry_identity": ("strict", "first_wins"),
+    "retry_after_promotion": ("admission_record", "message"),
+    "visible_time": ("promotion", "admission"),
+    "barrier_blocks": ("all", "after"),
+    "synthetic_delivery": ("steer_or_queue", "always_steer", "none"),
+    "lifecycles": ("shared", "parallel", "parallel_merged"),
+}
+
+
+def load_policy(name_or_file: str) -> Policy:
+    """A preset by name, or a custom policy from a TOML file of fields.
+
+    A file may name a ``base`` preset (default ``g4``) and override any field;
+    an unknown field or value raises :class:`PolicyError` naming it.
+    """
+    if name_or_file in PRESETS:
+        return PRESETS[name_or_file]
+    path = Path(name_or_file)
+    if not path.suffix == ".toml":
+        raise PolicyError(
+            f"unknown policy {name_or_file!r}: expected one of {', '.join(PRESETS)} or a .toml file"
+        )
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PolicyError(f"cannot read policy file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
+    return policy_from_table(table, origin=str(path))
+
+
+def policy_from_table(table: dict[str, object], origin: str) -> Policy:
+    """Build a policy from parsed TOML, checking every field and value."""
+    fields = dict(table)
+    base_name = fields.pop("base", "g4")
+    if base_name not in PRESETS:
+        raise PolicyError(f"{origin}: base {base_name!r} is not a preset ({', '.join(PRESETS)})")
+    base = PRESETS[str(base_name)]
+    known = {f.name for f in dataclasses.fields(Policy)}
+    for key, value in fields.items():
+        if key not in known:
+            raise PolicyError(f"{origin}: unknown policy field {key!r}; known: {', '.join(sorted(known))}")
+        if key in _CHOICES and value not in _CHOICES[key]:
+            allowed = ", ".join(map(str, _CHOICES[key]))
+            raise PolicyError(f"{origin}: {key} = {value!r} is not one of {allowed}")
+        if key == "steer_batch_cap" and not (isinstance(value, int) and value > 0):
+            raise PolicyError(f"{origin}: steer_batch_cap must be a positive integer")
+    fields.setdefault("name", Path(origin).stem)
+    fields.setdefault("summary", f"custom policy from {origin} (based on {base.name})")
+    return dataclasses.replace(base, **fields)  # type: ignore[arg-type]

@@ -1,0 +1,128 @@
+"""The model's whole state, split into what survives a crash and what does not.
+
+``State.store`` is durable (event logs and their projection). ``State.runs``
+is volatile: the active executions, each parked at its one open model call,
+with its follow-up doorbell and step counter. A crash is exactly
+:meth:`State.crashed`: the runs are dropped, nothing else changes.
+
+:class:`Tx` is the scratchpad of one :func:`~inboxsim.model.apply.apply` call.
+It is created, used and frozen inside that call, so ``apply`` stays a pure
+function of its arguments while the operation's code reads as a sequence of
+steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Mapping
+
+from .policy import Policy
+from .store import Store, SessionLog, append
+from .values import Call, Event
+
+Phase = Literal["start", "step", "after_step"]
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One active execution, parked at its open call.
+
+    ``phase`` says where the drain resumes when the call is answered: a
+    compaction at drain ``start``, a ``step``, or a compaction ``after_step``
+    (which then continues with ``step`` and ``cont``, the step's continuation
+    flag). ``doorbell`` is the coalesced follow-up wake.
+    """
+
+    call: Call
+    phase: Phase
+    forced: bool
+    step: int
+    cont: bool
+    doorbell: bool
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    policy: Policy
+    store: Store
+    runs: Mapping[str, Run]  # volatile, by session
+    step_limit: int
+    counter: int  # allocator of generated IDs and call order; never reused
+
+    def crashed(self) -> State:
+        """The state after the process died and restarted."""
+        return State(self.policy, self.store, {}, self.step_limit, self.counter)
+
+    def open_calls(self) -> list[Call]:
+        return sorted((run.call for run in self.runs.values()), key=lambda c: c.opened)
+
+
+class Failed(Exception):
+    """An operation refused with a protocol error code; nothing changes."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class CrashedAt(Exception):
+    """The operation reached the failpoint it was asked to crash at."""
+
+    def __init__(self, point: str) -> None:
+        super().__init__(point)
+        self.point = point
+
+
+class Tx:
+    """Mutable scratchpad of one operation; see the module docstring."""
+
+    __slots__ = ("policy", "store", "runs", "step_limit", "counter", "now", "crash_at", "events")
+
+    def __init__(self, state: State, now: int, crash_at: str | None) -> None:
+        self.policy = state.policy
+        self.store = state.store
+        self.runs = dict(state.runs)
+        self.step_limit = state.step_limit
+        self.counter = state.counter
+        self.now = now
+        self.crash_at = crash_at
+        self.events: list[Event] = []
+
+    def freeze(self) -> State:
+        return State(self.policy, self.store, self.runs, self.step_limit, self.counter)
+
+    def log(self, session: str) -> SessionLog:
+        return self.store.sessions[session]
+
+    def session(self, session: str) -> SessionLog:
+        """The session's log, or ``session_not_found``."""
+        log = self.store.sessions.get(session)
+        if log is None:
+            raise Failed("session_not_found", f"session {session!r} does not exist")
+        return log
+
+    def append(self, session: str, type_: str, input_id: str | None = None, data: object = None) -> Event:
+        self.store, event = append(
+            self.store, session, type_, self.now, input_id, {} if data is None else data, self.policy
+        )
+        self.events.append(event)
+        return event
+
+    def fresh_id(self, prefix: str) -> str:
+        """A generated ID that collides with no live input ID."""
+        while True:
+            self.counter += 1
+            candidate = f"{prefix}{self.counter}"
+            if candidate not in self.store.owners:
+                return candidate
+
+    def open_call(self, session: str, kind: Literal["step", "compaction"], step: int, final: bool) -> Call:
+        self.counter += 1
+        context = tuple(m.id for m in self.log(session).transcript)
+        return Call(f"call-{self.counter}", session, kind, step, final, context, self.counter)
+
+    def reach(self, point: str) -> None:
+        """Die here if this request asked to crash at ``point``."""
+        if self.crash_at == point:
+            raise CrashedAt(point)

@@ -1,0 +1,230 @@
+"""The durable part of the inbox: per-session event logs and their projection.
+
+Theory of operation. Everything durable is a fold of the session's event log:
+:func:`project` applies one event to a :class:`SessionLog`, and the model
+changes durable state only by :func:`append`, which assigns the next aggregate
+``seq`` and projects the event. Replay (:func:`replay`) is therefore the same
+fold over a log read back, and rebuilds the pending inbox and transcript
+exactly, waking nothing, by construction rather than by a second code path.
+
+Rules kept here (spec section 2 and invariants 1-6, 9, 32-34):
+- ``seq`` starts at 0 and grows by one per event; the only gap is the one a
+  fork reserves after its ``forked`` event (the child continues after the
+  parent cutoff).
+- a pending row exists only while its input is pending (G4 ``session_pending``);
+  promotion removes it and appends the message in one event.
+- a committed revert drops messages with ``seq >= boundary.seq`` and user and
+  synthetic pending rows with ``admitted_seq >= boundary.seq``; a compaction
+  barrier stays.
+
+Besides the per-session logs the store keeps ``owners``: which session and
+kind every live input ID belongs to (pending or visible). It is derived data,
+kept so that the one-namespace rule costs a dictionary lookup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from .policy import Policy
+from .values import Event, InputType, Message, Receipt, encode_json, parse_json
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """Who holds a live input ID: its session, its kind, and whether it is a
+    fork's copy (copies have no admission in their session)."""
+
+    session: str
+    type: InputType
+    copied: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLog:
+    """One session's durable state: its event log and what it projects to."""
+
+    id: str
+    events: tuple[Event, ...] = ()
+    next_seq: int = 0
+    pending: tuple[Receipt, ...] = ()  # admission order
+    transcript: tuple[Message, ...] = ()  # seq order
+    revert: str | None = None  # the staged boundary message, if any
+    fork_seq: int | None = None  # the parent cutoff of a forked session
+
+    def pending_row(self, input_id: str) -> Receipt | None:
+        for row in self.pending:
+            if row.input == input_id:
+                return row
+        return None
+
+    def message(self, message_id: str) -> Message | None:
+        for msg in self.transcript:
+            if msg.id == message_id:
+                return msg
+        return None
+
+    def barrier(self) -> Receipt | None:
+        for row in self.pending:
+            if row.type == "compaction":
+                return row
+        return None
+
+    @property
+    def last_seq(self) -> int:
+        return self.events[-1].seq if self.events else -1
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """Every session's durable state, and the live-ID index derived from it."""
+
+    sessions: Mapping[str, SessionLog]
+    owners: Mapping[str, Owner]
+
+    def with_session(self, log: SessionLog) -> Store:
+        return Store({**self.sessions, log.id: log}, self.owners)
+
+
+EMPTY_STORE = Store({}, {})
+
+
+def project(log: SessionLog, event: Event, policy: Policy) -> SessionLog:
+    """Apply one durable event to a session's projection (pure)."""
+    handler = _PROJECTORS.get(event.type)
+    if handler is None:
+        pending, transcript, revert, fork_seq = log.pending, log.transcript, log.revert, log.fork_seq
+    else:
+        pending, transcript, revert, fork_seq = handler(log, event, policy)
+    next_seq = event.seq + 1
+    if event.type == "forked":
+        next_seq = max(next_seq, fork_seq + 1)  # the child continues after the cutoff
+    # Built positionally: this is the model's hottest line.
+    return SessionLog(log.id, log.events + (event,), next_seq, pending, transcript, revert, fork_seq)
+
+
+def replay(session_id: str, events: tuple[Event, ...], policy: Policy) -> SessionLog:
+    """Fold a session's durable events into an empty log; wakes nothing."""
+    log = SessionLog(session_id)
+    for event in events:
+        log = project(log, event, policy)
+    return log
+
+
+def append(
+    store: Store,
+    session_id: str,
+    type_: str,
+    time: int,
+    input_id: str | None,
+    data: object,
+    policy: Policy,
+) -> tuple[Store, Event]:
+    """Append one event to a session's log, projecting it and the ID index.
+
+    ``data`` is a JSON value, or its canonical text already (the hot paths
+    build that text directly)."""
+    log = store.sessions[session_id]
+    text = data if isinstance(data, str) else encode_json(data)
+    event = Event(session_id, log.next_seq, type_, time, input_id, text)
+    new_log = project(log, event, policy)
+    owners = _reindex(store.owners, log, new_log, event)
+    return Store({**store.sessions, session_id: new_log}, owners), event
+
+
+def _reindex(
+    owners: Mapping[str, Owner], before: SessionLog, after: SessionLog, event: Event
+) -> Mapping[str, Owner]:
+    """The live-ID index after ``event``: IDs gained or lost by the session."""
+    if event.type in ("admitted", "compaction_admitted"):
+        row = after.pending[-1]
+        return {**owners, row.input: Owner(row.session, row.type)}
+    if event.type in ("compaction_ended", "compaction_failed", "revert_committed"):
+        live = {r.input for r in after.pending} | {m.id for m in after.transcript}
+        gone = [r.input for r in before.pending if r.input not in live]
+        gone += [m.id for m in before.transcript if m.id not in live]
+        if not gone:
+            return owners
+        return {k: v for k, v in owners.items() if k not in gone}
+    if event.type == "forked":
+        copies = {m.id: Owner(after.id, m.type, copied=True) for m in after.transcript}
+        return {**owners, **copies}
+    return owners
+
+
+# --- projectors: each returns (pending, transcript, revert, fork_seq) --------
+
+Projection = tuple[tuple[Receipt, ...], tuple[Message, ...], "str | None", "int | None"]
+
+
+def _admitted(log: SessionLog, event: Event, policy: Policy) -> Projection:
+    # The data is canonical text of {"data": payload, "delivery": d, "type": t}:
+    # sorted keys put the payload first, so its canonical text is a slice (the
+    # last ',"delivery":' is the real one: d and t are fixed tokens).
+    assert event.input is not None
+    cut = event.data.rindex(',"delivery":')
+    tail = parse_json("{" + event.data[cut + 1 :])
+    row = Receipt(
+        event.input, log.id, tail["type"], event.data[8:cut], tail["delivery"], event.seq, event.time
+    )
+    return log.pending + (row,), log.transcript, log.revert, log.fork_seq
+
+
+def _compaction_admitted(log: SessionLog, event: Event, policy: Policy) -> Projection:
+    assert event.input is not None
+    row = Receipt(event.input, log.id, "compaction", "{}", None, event.seq, event.time)
+    return log.pending + (row,), log.transcript, log.revert, log.fork_seq
+
+
+def _promoted(log: SessionLog, event: Event, policy: Policy) -> Projection:
+    row = log.pending_row(event.input or "")
+    assert row is not None and row.type != "compaction", f"promotion of {event.input} without a pending row"
+    time = event.time if policy.visible_time == "promotion" else row.time
+    msg = Message(row.input, row.type, event.seq, time, row.data, None, row)
+    pending = tuple(r for r in log.pending if r is not row)
+    return pending, log.transcript + (msg,), log.revert, log.fork_seq
+
+
+def _barrier_settled(log: SessionLog, event: Event, policy: Policy) -> Projection:
+    pending = tuple(r for r in log.pending if r.input != event.input)
+    return pending, log.transcript, log.revert, log.fork_seq
+
+
+def _revert_staged(log: SessionLog, event: Event, policy: Policy) -> Projection:
+    return log.pending, log.transcript, parse_json(event.data)["message"], log.fork_seq
+
+
+def _revert_cleared(log: SessionLog, event: Event, policy: Policy) -> Projection:
+    return log.pending, log.transcript, None, log.fork_seq
+
+
+def _revert_committed(log: SessionLog, event: Event, policy: Policy) -> Projection:
+    boundary = log.message(parse_json(event.data)["to"])
+    assert boundary is not None, "revert committed to a message that is not visible"
+    cut = boundary.seq
+    transcript = tuple(m for m in log.transcript if m.seq < cut)
+    pending = tuple(r for r in log.pending if r.type == "compaction" or r.admitted_seq < cut)
+    return pending, transcript, None, log.fork_seq
+
+
+def _forked(log: SessionLog, event: Event, policy: Policy) -> Projection:
+    body = parse_json(event.data)
+    copies = tuple(
+        Message(m["id"], m["type"], m["seq"], m["time"], encode_json(m["data"]), m["copied_from"])
+        for m in body["messages"]
+    )
+    return log.pending, copies, log.revert, body["parent_seq"]
+
+
+_PROJECTORS: dict[str, Callable[[SessionLog, Event, Policy], Projection]] = {
+    "admitted": _admitted,
+    "compaction_admitted": _compaction_admitted,
+    "promoted": _promoted,
+    "compaction_ended": _barrier_settled,
+    "compaction_failed": _barrier_settled,
+    "revert_staged": _revert_staged,
+    "revert_cleared": _revert_cleared,
+    "revert_committed": _revert_committed,
+    "forked": _forked,
+}

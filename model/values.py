@@ -1,0 +1,191 @@
+"""The immutable values the model is made of, in the adapter protocol's words.
+
+Payloads are kept as canonical JSON text (sorted keys, no whitespace, integral
+floats written as integers) so that two payloads are equal exactly when the
+protocol says they are ("payloads compare as JSON values, numbers by value")
+and every value stays hashable for the explorer's visited-state set.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+InputType = Literal["user", "synthetic", "compaction"]
+Delivery = Literal["steer", "queue"]
+Finish = Literal["stop", "tool", "error"]
+CallKind = Literal["step", "compaction"]
+
+ERROR_CODES = (
+    "session_not_found",
+    "prompt_conflict",
+    "synthetic_conflict",
+    "compaction_conflict",
+    "message_not_found",
+    "busy",
+    "invalid_request",
+    "unsupported",
+    "internal",
+)
+
+EVENT_TYPES = (
+    "admitted",
+    "promoted",
+    "compaction_admitted",
+    "compaction_started",
+    "compaction_ended",
+    "compaction_failed",
+    "forked",
+    "revert_staged",
+    "revert_cleared",
+    "revert_committed",
+    "execution_started",
+    "execution_succeeded",
+    "execution_failed",
+    "execution_interrupted",
+    "step_started",
+    "step_ended",
+    "step_failed",
+)
+
+
+def _normalize(value: Any) -> Any:
+    """JSON value with integral floats as ints, so 1 and 1.0 encode alike."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {str(k): _normalize(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_normalize(v) for v in value]
+    return value
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical text of a JSON value: the unit of payload identity."""
+    return json.dumps(
+        _normalize(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def encode_json(value: Any) -> str:
+    """Canonical text of a value already normalized (built by the model, or
+    parsed back from canonical text): skips the normalizing walk."""
+    return "{}" if value == {} else _ENCODER.encode(value)
+
+
+def parse_json(text: str) -> Any:
+    return json.loads(text)
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """The durable admission record of one input lifecycle (protocol receipt)."""
+
+    input: str
+    session: str
+    type: InputType
+    data: str  # canonical JSON
+    delivery: Delivery | None
+    admitted_seq: int
+    time: int
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "input": self.input,
+            "session": self.session,
+            "type": self.type,
+            "data": parse_json(self.data),
+            "delivery": self.delivery,
+            "admitted_seq": self.admitted_seq,
+            "time": self.time,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A visible transcript entry: a promoted input, or a fork's copy of one."""
+
+    id: str
+    type: InputType
+    seq: int
+    time: int
+    data: str  # canonical JSON of the promoted payload
+    copied_from: str | None = None  # the root original, for a fork's copy
+    receipt: Receipt | None = None  # its admission record; None for a copy
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {"id": self.id, "type": self.type, "seq": self.seq, "time": self.time}
+        if self.copied_from is not None:
+            wire["copied_from"] = self.copied_from
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One durable event of a session's aggregate log (protocol event)."""
+
+    session: str
+    seq: int
+    type: str
+    time: int
+    input: str | None
+    data: str  # canonical JSON
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {"seq": self.seq, "type": self.type, "time": self.time}
+        if self.input is not None:
+            wire["input"] = self.input
+        wire["data"] = parse_json(self.data)
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """An open model call: the harness plays the model and answers it."""
+
+    call: str
+    session: str
+    kind: CallKind
+    step: int
+    final: bool
+    context: tuple[str, ...]
+    opened: int  # global opening order, for "oldest first"
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "call": self.call,
+            "session": self.session,
+            "kind": self.kind,
+            "step": self.step,
+            "final": self.final,
+            "context": list(self.context),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Ok:
+    """A successful reply: the protocol ``result`` object."""
+
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Err:
+    """An error reply; ``code`` is one of :data:`ERROR_CODES`."""
+
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Crashed:
+    """No reply: the target died at a failpoint, so the outcome is unknown."""
+
+    point: str
+
+
+Reply = Ok | Err | Crashed

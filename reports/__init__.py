@@ -1,0 +1,1 @@
+"""Reports from the trace store: HTML, Markdown, JSON, JUnit XML and plots."""

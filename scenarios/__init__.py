@@ -1,0 +1,1 @@
+"""The scenario library: hand-written scenario files (``*.toml``) and their loader."""

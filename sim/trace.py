@@ -1,0 +1,160 @@
+"""The trace: the one record that the simulator writes, the checkers judge,
+the store keeps and the reports draw (``harness-contract.md``, "The trace and
+its hash").
+
+A trace is a header and an ordered list of steps. A step is one request sent
+to the target (possibly asked to crash at a failpoint) or one crash between
+requests; restarts are the ``hello`` requests that follow a crash. After each
+step the trace records what was observed, as changes only, so a trace grows
+linearly with its run:
+
+- ``events``: the durable events the step appended, in append order;
+- ``pending`` / ``transcript``: for each session whose pending inbox or
+  transcript changed, its whole new content;
+- ``calls``: every open model call, when the set of open calls changed.
+
+These are plain frozen values on the hot path; :func:`step_wire` gives the
+canonical JSON form used for hashing, files and the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..model import Call, Crashed, Err, Event, Ok, Op, Reply
+
+Phase = Literal["safety", "liveness"]
+StepKind = Literal["request", "crash"]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingView:
+    """One row of ``pending``, as the protocol shows it."""
+
+    input: str
+    type: str
+    delivery: str | None
+    admitted_seq: int
+    time: int
+
+
+@dataclass(frozen=True, slots=True)
+class MessageView:
+    """One entry of ``messages``, as the protocol shows it."""
+
+    id: str
+    type: str
+    seq: int
+    time: int
+    copied_from: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """What changed in the target after one step (see the module docstring)."""
+
+    events: tuple[Event, ...] = ()
+    pending: tuple[tuple[str, tuple[PendingView, ...]], ...] = ()
+    transcript: tuple[tuple[str, tuple[MessageView, ...]], ...] = ()
+    calls: tuple[Call, ...] | None = None
+
+
+NOTHING = Observed()
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a run: its cause, what was sent, what came back, and what
+    was observed after it. ``reply`` is ``None`` for a crash step."""
+
+    index: int
+    phase: Phase
+    kind: StepKind
+    decision: str
+    request: Op | None
+    crash_at: str | None
+    reply: Reply | None
+    observed: Observed
+
+
+@dataclass(frozen=True, slots=True)
+class TraceHeader:
+    """What a trace's hash covers besides its steps."""
+
+    seed: int | None
+    policy: str
+    target: str
+    hello: dict[str, Any]
+    version: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    header: TraceHeader
+    steps: tuple[Step, ...]
+
+
+# --- canonical JSON ----------------------------------------------------------
+
+
+def reply_wire(reply: Reply | None) -> dict[str, Any] | None:
+    if reply is None:
+        return None
+    if isinstance(reply, Ok):
+        return {"ok": True, "result": reply.result}
+    if isinstance(reply, Err):
+        return {"ok": False, "error": reply.code}  # messages are free text: not compared
+    assert isinstance(reply, Crashed)
+    return {"unknown": reply.point}
+
+
+def observed_wire(observed: Observed) -> dict[str, Any]:
+    wire: dict[str, Any] = {}
+    if observed.events:
+        wire["events"] = [dict(e.to_wire(), session=e.session) for e in observed.events]
+    if observed.pending:
+        wire["pending"] = {s: [_view(r) for r in rows] for s, rows in observed.pending}
+    if observed.transcript:
+        wire["transcript"] = {s: [_view(m) for m in msgs] for s, msgs in observed.transcript}
+    if observed.calls is not None:
+        wire["calls"] = [c.to_wire() for c in observed.calls]
+    return wire
+
+
+def _view(value: PendingView | MessageView) -> dict[str, Any]:
+    return {k: getattr(value, k) for k in value.__slots__ if getattr(value, k) is not None}  # type: ignore[attr-defined]
+
+
+def step_wire(step: Step) -> dict[str, Any]:
+    """The canonical JSON-ready form of one step (no timings, no stderr)."""
+    request = step.request.to_wire() if step.request is not None else None
+    if request is not None and step.crash_at is not None:
+        request["crash_at"] = step.crash_at
+    return {
+        "index": step.index,
+        "phase": step.phase,
+        "kind": step.kind,
+        "decision": step.decision,
+        "request": request,
+        "reply": reply_wire(step.reply),
+        "observed": observed_wire(step.observed),
+    }
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def trace_hash(trace: Trace) -> str:
+    """SHA-256 over the canonical encoding of the header and every step."""
+    digest = hashlib.sha256()
+    h = trace.header
+    digest.update(canonical({"policy": h.policy, "hello": h.hello, "version": h.version}).encode())
+    for step in trace.steps:
+        digest.update(b"\n")
+        digest.update(canonical(step_wire(step)).encode())
+    return digest.hexdigest()
