@@ -12,7 +12,6 @@ imported inside the commands that use them, so ``inboxsim --help`` stays fast.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -76,7 +75,7 @@ def policies_document(presets: Mapping[str, Any]) -> dict[str, list[dict[str, An
     """The ``policies --json`` document: each preset's name, summary and fields."""
     return {
         "policies": [
-            {"name": p.name, "summary": p.summary, "fields": dataclasses.asdict(p)}
+            {"name": p.name, "summary": p.summary, "fields": p.fields()}
             for p in presets.values()
         ]
     }

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..errors import HarnessError
+
 RetryIdentity = Literal["strict", "first_wins"]
 RetryAfterPromotion = Literal["admission_record", "message"]
 VisibleTime = Literal["promotion", "admission"]
@@ -22,8 +24,9 @@ SyntheticDelivery = Literal["steer_or_queue", "always_steer", "none"]
 Lifecycles = Literal["shared", "parallel", "parallel_merged"]
 
 
-class PolicyError(ValueError):
-    """A policy name or file that cannot be used; the message says why."""
+class PolicyError(HarnessError, ValueError):
+    """A policy name or file that cannot be used; the message says why (the
+    command line reports it as one line and exits 2)."""
 
 
 @dataclass(frozen=True, slots=True)
