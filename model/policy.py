@@ -157,7 +157,7 @@ def policy_from_table(table: dict[str, object], origin: str) -> Policy:
     """Build a policy from parsed TOML, checking every field and value."""
     fields = dict(table)
     base_name = fields.pop("base", "g4")
-    if base_name not in PRESETS:
+    if not isinstance(base_name, str) or base_name not in PRESETS:
         raise PolicyError(f"{origin}: base {base_name!r} is not a preset ({', '.join(PRESETS)})")
     base = PRESETS[str(base_name)]
     known = {f.name for f in dataclasses.fields(Policy)}
@@ -167,8 +167,11 @@ def policy_from_table(table: dict[str, object], origin: str) -> Policy:
         if key in _CHOICES and value not in _CHOICES[key]:
             allowed = ", ".join(map(str, _CHOICES[key]))
             raise PolicyError(f"{origin}: {key} = {value!r} is not one of {allowed}")
-        if key == "steer_batch_cap" and not (isinstance(value, int) and value > 0):
+        positive = isinstance(value, int) and not isinstance(value, bool) and value > 0
+        if key == "steer_batch_cap" and not positive:
             raise PolicyError(f"{origin}: steer_batch_cap must be a positive integer")
+        if key in ("name", "summary") and not isinstance(value, str):
+            raise PolicyError(f"{origin}: {key} must be a string")
     fields.setdefault("name", Path(origin).stem)
     fields.setdefault("summary", f"custom policy from {origin} (based on {base.name})")
     return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
