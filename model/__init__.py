@@ -17,10 +17,58 @@ from .apply import initial_state as initial_state
 from .ops import FAILPOINTS as FAILPOINTS
 from .ops import OPS as OPS
 from .ops import (
-    Answer as Answer, Calls as Calls, Compact as Compact, CrashOp as CrashOp, Create as Create,
-    Fork as Fork, Hello as Hello, Interrupt as Interrupt, Log as Log, Messages as Messages,
-    Op as Op, Pending as Pending, Prompt as Prompt, Resume as Resume, RevertClear as RevertClear,
-    RevertCommit as RevertCommit, RevertStage as RevertStage, Synthetic as Synthetic,
+    Answer as Answer,
+)
+from .ops import (
+    Calls as Calls,
+)
+from .ops import (
+    Compact as Compact,
+)
+from .ops import (
+    CrashOp as CrashOp,
+)
+from .ops import (
+    Create as Create,
+)
+from .ops import (
+    Fork as Fork,
+)
+from .ops import (
+    Hello as Hello,
+)
+from .ops import (
+    Interrupt as Interrupt,
+)
+from .ops import (
+    Log as Log,
+)
+from .ops import (
+    Messages as Messages,
+)
+from .ops import (
+    Op as Op,
+)
+from .ops import (
+    Pending as Pending,
+)
+from .ops import (
+    Prompt as Prompt,
+)
+from .ops import (
+    Resume as Resume,
+)
+from .ops import (
+    RevertClear as RevertClear,
+)
+from .ops import (
+    RevertCommit as RevertCommit,
+)
+from .ops import (
+    RevertStage as RevertStage,
+)
+from .ops import (
+    Synthetic as Synthetic,
 )
 from .ops import op_from_wire as op_from_wire
 from .policy import G4 as G4

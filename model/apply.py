@@ -9,12 +9,29 @@ point with the volatile part dropped, the events appended until then, and a
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from . import inbox, runner
 from .ops import (
-    Answer, Calls, Compact, CrashOp, Create, Fork, Hello, Interrupt, Log, Messages, Op,
-    Pending, Prompt, Resume, RevertClear, RevertCommit, RevertStage, Synthetic,
+    Answer,
+    Calls,
+    Compact,
+    CrashOp,
+    Create,
+    Fork,
+    Hello,
+    Interrupt,
+    Log,
+    Messages,
+    Op,
+    Pending,
+    Prompt,
+    Resume,
+    RevertClear,
+    RevertCommit,
+    RevertStage,
+    Synthetic,
 )
 from .policy import G4, Policy
 from .state import CrashedAt, Failed, State, Tx
@@ -23,7 +40,16 @@ from .values import Crashed, Err, Event, Ok, Reply
 
 PROTOCOL = 1
 DEFAULT_STEP_LIMIT = 4
-ALL_FEATURES = ("synthetic", "compaction", "fork", "revert", "resume", "interrupt", "crash_op", "failpoints")
+ALL_FEATURES = (
+    "synthetic",
+    "compaction",
+    "fork",
+    "revert",
+    "resume",
+    "interrupt",
+    "crash_op",
+    "failpoints",
+)
 
 
 class Outcome(NamedTuple):
@@ -61,8 +87,14 @@ def apply(state: State, op: Op, crash_at: str | None = None) -> Outcome:
 
 def _hello(tx: Tx, op: Hello) -> dict[str, Any]:
     if op.step_limit is not None:
-        if isinstance(op.step_limit, bool) or not isinstance(op.step_limit, int) or op.step_limit < 1:
-            raise Failed("invalid_request", f"step_limit must be a positive integer, not {op.step_limit!r}")
+        if (
+            isinstance(op.step_limit, bool)
+            or not isinstance(op.step_limit, int)
+            or op.step_limit < 1
+        ):
+            raise Failed(
+                "invalid_request", f"step_limit must be a positive integer, not {op.step_limit!r}"
+            )
         tx.step_limit = op.step_limit
     return {
         "protocol": PROTOCOL,
@@ -162,7 +194,13 @@ def _pending(tx: Tx, op: Pending) -> dict[str, Any]:
     rows = tx.session(op.session).pending
     return {
         "pending": [
-            {"input": r.input, "type": r.type, "delivery": r.delivery, "admitted_seq": r.admitted_seq, "time": r.time}
+            {
+                "input": r.input,
+                "type": r.type,
+                "delivery": r.delivery,
+                "admitted_seq": r.admitted_seq,
+                "time": r.time,
+            }
             for r in rows
         ]
     }

@@ -55,7 +55,9 @@ def _delivery(tx: Tx, op: Prompt | Synthetic, kind: str) -> str:
     return delivery
 
 
-def _admit_new(tx: Tx, log: SessionLog, input_id: str, kind: str, data: str, delivery: str) -> Receipt:
+def _admit_new(
+    tx: Tx, log: SessionLog, input_id: str, kind: str, data: str, delivery: str
+) -> Receipt:
     # Canonical text of {"data", "delivery", "type"}, built directly (hot path).
     body = f'{{"data":{data},"delivery":"{delivery}","type":"{kind}"}}'
     tx.append(log.id, "admitted", input_id, body)
@@ -118,7 +120,9 @@ def fork(tx: Tx, op: Fork) -> None:
     else:
         boundary = parent.message(op.before)
         if boundary is None:
-            raise Failed("message_not_found", f"message {op.before!r} is not visible in {op.session!r}")
+            raise Failed(
+                "message_not_found", f"message {op.before!r} is not visible in {op.session!r}"
+            )
         cutoff = boundary.seq - 1
     copies = [
         {

@@ -166,8 +166,23 @@ class CrashOp(Op):
 OPS: dict[str, type[Op]] = {
     cls.OP: cls
     for cls in (
-        Hello, Create, Prompt, Synthetic, Compact, Resume, Interrupt, Calls, Answer,
-        Fork, RevertStage, RevertClear, RevertCommit, Log, Messages, Pending, CrashOp,
+        Hello,
+        Create,
+        Prompt,
+        Synthetic,
+        Compact,
+        Resume,
+        Interrupt,
+        Calls,
+        Answer,
+        Fork,
+        RevertStage,
+        RevertClear,
+        RevertCommit,
+        Log,
+        Messages,
+        Pending,
+        CrashOp,
     )
 }
 

@@ -163,7 +163,9 @@ def policy_from_table(table: dict[str, object], origin: str) -> Policy:
     known = {f.name for f in dataclasses.fields(Policy)}
     for key, value in fields.items():
         if key not in known:
-            raise PolicyError(f"{origin}: unknown policy field {key!r}; known: {', '.join(sorted(known))}")
+            raise PolicyError(
+                f"{origin}: unknown policy field {key!r}; known: {', '.join(sorted(known))}"
+            )
         if key in _CHOICES and value not in _CHOICES[key]:
             allowed = ", ".join(map(str, _CHOICES[key]))
             raise PolicyError(f"{origin}: {key} = {value!r} is not one of {allowed}")

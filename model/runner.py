@@ -30,7 +30,6 @@ from .state import Run, Tx
 from .store import SessionLog
 from .values import Receipt
 
-
 # --- what is promotable: the barrier and delivery rules --------------------
 
 
@@ -147,7 +146,9 @@ def _run_step(tx: Tx, session: str, scope: str, step: int, forced: bool, doorbel
     tx.reach("after_promotion")
     final = step >= tx.step_limit
     call = tx.open_call(session, "step", step, final)
-    tx.append(session, "step_started", None, f'{{"final":{"true" if final else "false"},"step":{step}}}')
+    tx.append(
+        session, "step_started", None, f'{{"final":{"true" if final else "false"},"step":{step}}}'
+    )
     tx.runs[session] = Run(call, "step", forced, step, False, doorbell)
 
 

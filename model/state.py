@@ -13,11 +13,12 @@ steps.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Mapping
+from typing import Literal
 
 from .policy import Policy
-from .store import Store, SessionLog, append
+from .store import SessionLog, Store, append
 from .values import Call, Event
 
 Phase = Literal["start", "step", "after_step"]
@@ -102,9 +103,17 @@ class Tx:
             raise Failed("session_not_found", f"session {session!r} does not exist")
         return log
 
-    def append(self, session: str, type_: str, input_id: str | None = None, data: object = None) -> Event:
+    def append(
+        self, session: str, type_: str, input_id: str | None = None, data: object = None
+    ) -> Event:
         self.store, event = append(
-            self.store, session, type_, self.now, input_id, {} if data is None else data, self.policy
+            self.store,
+            session,
+            type_,
+            self.now,
+            input_id,
+            {} if data is None else data,
+            self.policy,
         )
         self.events.append(event)
         return event
@@ -117,7 +126,9 @@ class Tx:
             if candidate not in self.store.owners:
                 return candidate
 
-    def open_call(self, session: str, kind: Literal["step", "compaction"], step: int, final: bool) -> Call:
+    def open_call(
+        self, session: str, kind: Literal["step", "compaction"], step: int, final: bool
+    ) -> Call:
         self.counter += 1
         context = tuple(m.id for m in self.log(session).transcript)
         return Call(f"call-{self.counter}", session, kind, step, final, context, self.counter)

@@ -24,8 +24,8 @@ kept so that the one-namespace rule costs a dictionary lookup.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 from .policy import Policy
 from .values import Event, InputType, Message, Receipt, encode_json, parse_json
@@ -94,14 +94,21 @@ def project(log: SessionLog, event: Event, policy: Policy) -> SessionLog:
     """Apply one durable event to a session's projection (pure)."""
     handler = _PROJECTORS.get(event.type)
     if handler is None:
-        pending, transcript, revert, fork_seq = log.pending, log.transcript, log.revert, log.fork_seq
+        pending, transcript, revert, fork_seq = (
+            log.pending,
+            log.transcript,
+            log.revert,
+            log.fork_seq,
+        )
     else:
         pending, transcript, revert, fork_seq = handler(log, event, policy)
     next_seq = event.seq + 1
-    if event.type == "forked":
+    if event.type == "forked" and fork_seq is not None:
         next_seq = max(next_seq, fork_seq + 1)  # the child continues after the cutoff
     # Built positionally: this is the model's hottest line.
-    return SessionLog(log.id, log.events + (event,), next_seq, pending, transcript, revert, fork_seq)
+    return SessionLog(
+        log.id, log.events + (event,), next_seq, pending, transcript, revert, fork_seq
+    )
 
 
 def replay(session_id: str, events: tuple[Event, ...], policy: Policy) -> SessionLog:
@@ -166,7 +173,13 @@ def _admitted(log: SessionLog, event: Event, policy: Policy) -> Projection:
     cut = event.data.rindex(',"delivery":')
     tail = parse_json("{" + event.data[cut + 1 :])
     row = Receipt(
-        event.input, log.id, tail["type"], event.data[8:cut], tail["delivery"], event.seq, event.time
+        event.input,
+        log.id,
+        tail["type"],
+        event.data[8:cut],
+        tail["delivery"],
+        event.seq,
+        event.time,
     )
     return log.pending + (row,), log.transcript, log.revert, log.fork_seq
 
@@ -179,7 +192,9 @@ def _compaction_admitted(log: SessionLog, event: Event, policy: Policy) -> Proje
 
 def _promoted(log: SessionLog, event: Event, policy: Policy) -> Projection:
     row = log.pending_row(event.input or "")
-    assert row is not None and row.type != "compaction", f"promotion of {event.input} without a pending row"
+    assert row is not None and row.type != "compaction", (
+        f"promotion of {event.input} without a pending row"
+    )
     time = event.time if policy.visible_time == "promotion" else row.time
     msg = Message(row.input, row.type, event.seq, time, row.data, None, row)
     pending = tuple(r for r in log.pending if r is not row)

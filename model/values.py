@@ -63,9 +63,7 @@ def _normalize(value: Any) -> Any:
 
 def canonical_json(value: Any) -> str:
     """The canonical text of a JSON value: the unit of payload identity."""
-    return json.dumps(
-        _normalize(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
+    return json.dumps(_normalize(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -118,7 +116,12 @@ class Message:
     receipt: Receipt | None = None  # its admission record; None for a copy
 
     def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {"id": self.id, "type": self.type, "seq": self.seq, "time": self.time}
+        wire: dict[str, Any] = {
+            "id": self.id,
+            "type": self.type,
+            "seq": self.seq,
+            "time": self.time,
+        }
         if self.copied_from is not None:
             wire["copied_from"] = self.copied_from
         return wire

@@ -26,7 +26,9 @@ class Target(Protocol):
 
 
 def pending_view(log: SessionLog) -> tuple[PendingView, ...]:
-    return tuple(PendingView(r.input, r.type, r.delivery, r.admitted_seq, r.time) for r in log.pending)
+    return tuple(
+        PendingView(r.input, r.type, r.delivery, r.admitted_seq, r.time) for r in log.pending
+    )
 
 
 def transcript_view(log: SessionLog) -> tuple[MessageView, ...]:

@@ -126,7 +126,8 @@ def observed_wire(observed: Observed) -> dict[str, Any]:
 
 
 def _view(value: PendingView | MessageView) -> dict[str, Any]:
-    return {k: getattr(value, k) for k in value.__slots__ if getattr(value, k) is not None}  # type: ignore[attr-defined]
+    fields: tuple[str, ...] = value.__slots__
+    return {k: getattr(value, k) for k in fields if getattr(value, k) is not None}
 
 
 def step_wire(step: Step) -> dict[str, Any]:
