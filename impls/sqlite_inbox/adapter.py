@@ -1,0 +1,240 @@
+"""SQLite-backed durable Session inbox speaking the inboxsim adapter protocol, version 1.
+
+Run: ``python impls/sqlite_inbox/adapter.py`` (or ``python impls/sqlite_inbox``).
+Reads one JSON request per line on stdin, writes one JSON response per line on
+stdout, logs on stderr. Durable state lives in ``$INBOXSIM_DATA_DIR/inbox.sqlite3``.
+Standard library only; it does not import inboxsim.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import admission  # noqa: E402
+import history  # noqa: E402
+from common import AdapterError, invalid, log  # noqa: E402
+from runner import Runner, check_failpoint  # noqa: E402
+from storage import Store  # noqa: E402
+
+IMPLEMENTATION = "inboxsim-sqlite-inbox 0.1.0"
+FEATURES = ["synthetic", "compaction", "fork", "revert", "resume", "interrupt", "failpoints"]
+
+
+class Adapter:
+    def __init__(self, folder: str) -> None:
+        self.store = Store(folder)
+        self.runner = Runner(self.store)
+        self.runner.step_limit = int(os.environ.get("INBOXSIM_STEP_LIMIT", "10"))
+
+    @property
+    def now(self) -> int:
+        return self.runner.now
+
+    # --- setup and queries ------------------------------------------------------
+
+    def op_hello(self, req: dict[str, Any]) -> dict[str, Any]:
+        if "step_limit" in req:
+            limit = req["step_limit"]
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                raise invalid("step_limit must be a positive integer")
+            self.runner.step_limit = limit
+        return {
+            "protocol": 1,
+            "implementation": IMPLEMENTATION,
+            "features": list(FEATURES),
+            "step_limit": self.runner.step_limit,
+        }
+
+    def op_create(self, req: dict[str, Any]) -> dict[str, Any]:
+        sid = req.get("session")
+        if not isinstance(sid, str) or not sid:
+            raise invalid("session must be a non-empty string")
+        with self.store.tx():
+            if self.store.session(sid) is None:
+                self.store.insert_session(sid, self.now)
+        return {"session": sid}
+
+    def op_log(self, req: dict[str, Any]) -> dict[str, Any]:
+        sid = self.store.require(req.get("session"))["id"]
+        after = req.get("after")
+        if after is not None and (isinstance(after, bool) or not isinstance(after, int)):
+            raise invalid("after must be an integer")
+        return {"events": self.store.events(sid, after)}
+
+    def op_messages(self, req: dict[str, Any]) -> dict[str, Any]:
+        sid = self.store.require(req.get("session"))["id"]
+        out = []
+        for msg in self.store.messages(sid):
+            entry = {
+                "id": msg["id"],
+                "type": msg["type"],
+                "seq": msg["seq"],
+                "time": msg["time_created"],
+            }
+            if msg["copied_from"] is not None:
+                entry["copied_from"] = msg["copied_from"]
+            out.append(entry)
+        return {"messages": out}
+
+    def op_pending(self, req: dict[str, Any]) -> dict[str, Any]:
+        sid = self.store.require(req.get("session"))["id"]
+        rows = self.store.pending(sid)
+        return {
+            "pending": [
+                {
+                    "input": r["id"],
+                    "type": r["type"],
+                    "delivery": r["delivery"],
+                    "admitted_seq": r["admitted_seq"],
+                    "time": r["time_created"],
+                }
+                for r in rows
+            ]
+        }
+
+    def op_calls(self, req: dict[str, Any]) -> dict[str, Any]:
+        return {"calls": self.runner.open_calls()}
+
+    # --- admission ------------------------------------------------------------------
+
+    def op_prompt(self, req: dict[str, Any]) -> dict[str, Any]:
+        ident = admission.input_id_of(req)
+        data = admission.user_data(req)
+        delivery, resume = admission.delivery_of(req), admission.resume_of(req)
+        sid = self.store.require(req.get("session"))["id"]
+        with self.store.tx():
+            history.commit(self.store, sid, self.now)  # a staged revert commits with the prompt
+            receipt, fresh = admission.admit_input(
+                self.store, sid, "user", ident, data, delivery, self.now
+            )
+        self.after_admission(sid, fresh, resume)
+        return receipt
+
+    def op_synthetic(self, req: dict[str, Any]) -> dict[str, Any]:
+        ident = admission.input_id_of(req)
+        data = admission.synthetic_data(req)
+        delivery, resume = admission.delivery_of(req), admission.resume_of(req)
+        session = self.store.require(req.get("session"))
+        with self.store.tx():
+            receipt, fresh = admission.admit_input(
+                self.store, session["id"], "synthetic", ident, data, delivery, self.now
+            )
+        self.after_admission(session["id"], fresh, resume and session["revert"] is None)
+        return receipt
+
+    def op_compact(self, req: dict[str, Any]) -> dict[str, Any]:
+        ident = admission.input_id_of(req)
+        sid = self.store.require(req.get("session"))["id"]
+        with self.store.tx():
+            receipt, fresh = admission.admit_compaction(self.store, sid, ident, self.now)
+        self.after_admission(sid, fresh, True)
+        return receipt
+
+    def after_admission(self, sid: str, fresh: bool, wake: bool) -> None:
+        if fresh:
+            self.runner.fire("after_admit")
+        if wake:
+            self.runner.wake(sid)
+
+    # --- execution ---------------------------------------------------------------------
+
+    def op_resume(self, req: dict[str, Any]) -> dict[str, Any]:
+        self.runner.resume(self.store.require(req.get("session"))["id"])
+        return {}
+
+    def op_interrupt(self, req: dict[str, Any]) -> dict[str, Any]:
+        sid = self.store.require(req.get("session"))["id"]
+        return {"interrupted": self.runner.interrupt(sid)}
+
+    def op_answer(self, req: dict[str, Any]) -> dict[str, Any]:
+        self.runner.answer(req.get("call"), req.get("finish"))
+        return {}
+
+    # --- history -------------------------------------------------------------------------
+
+    def op_fork(self, req: dict[str, Any]) -> dict[str, Any]:
+        parent = self.store.require(req.get("session"))["id"]
+        with self.store.tx():
+            history.fork(self.store, parent, req.get("child"), req.get("before"), self.now)
+        return {"session": req["child"]}
+
+    def op_revert_stage(self, req: dict[str, Any]) -> dict[str, Any]:
+        sid = self.store.require(req.get("session"))["id"]
+        with self.store.tx():
+            history.stage(self.store, sid, req.get("message"), self.now)
+        return {}
+
+    def op_revert_clear(self, req: dict[str, Any]) -> dict[str, Any]:
+        sid = self.store.require(req.get("session"))["id"]
+        with self.store.tx():
+            history.clear(self.store, sid, self.now)
+        return {}
+
+    def op_revert_commit(self, req: dict[str, Any]) -> dict[str, Any]:
+        sid = self.store.require(req.get("session"))["id"]
+        with self.store.tx():
+            history.commit(self.store, sid, self.now)
+        return {}
+
+    # --- dispatch ------------------------------------------------------------------------
+
+    def handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        op = req.get("op")
+        handler: Callable[[dict[str, Any]], dict[str, Any]] | None = getattr(self, f"op_{op}", None)
+        if not isinstance(op, str) or handler is None:
+            raise AdapterError("unsupported", f"unsupported operation {op!r}")
+        now = req.get("now")
+        if isinstance(now, bool) or not isinstance(now, int):
+            raise invalid("now must be an integer")
+        self.runner.now = now
+        self.runner.failpoint = check_failpoint(req.get("crash_at"))
+        try:
+            return handler(req)
+        finally:
+            self.runner.failpoint = None
+
+
+def respond(rid: Any, body: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps({"rid": rid, **body}, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def serve(adapter: Adapter) -> None:
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        rid: Any = None
+        try:
+            req = json.loads(line)
+            if not isinstance(req, dict):
+                raise invalid("a request must be a JSON object")
+            rid = req.get("rid")
+            result = adapter.handle(req)
+            respond(rid, {"ok": True, "result": result})
+        except AdapterError as err:
+            respond(rid, {"ok": False, "error": {"code": err.code, "message": err.message}})
+        except json.JSONDecodeError as err:
+            respond(rid, {"ok": False, "error": {"code": "invalid_request", "message": str(err)}})
+        except Exception as err:  # noqa: BLE001 - an adapter bug is reported, not fatal
+            log("internal error:", repr(err))
+            respond(rid, {"ok": False, "error": {"code": "internal", "message": repr(err)}})
+
+
+def main() -> None:
+    folder = os.environ.get("INBOXSIM_DATA_DIR")
+    if not folder:
+        log("INBOXSIM_DATA_DIR is not set")
+        sys.exit(2)
+    adapter = Adapter(folder)
+    log("started, boot", adapter.store.boot, "data", folder)
+    serve(adapter)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""Admission and exact retry: prompt, synthetic and compact (the ``session_pending`` side).
+
+Retry identity (policy g4): the complete payload with its defaults applied,
+compared as JSON values, plus delivery. Before promotion a retry is judged
+against the pending row; after promotion against the admission record kept on
+the transcript row, and it returns that original receipt field for field. IDs
+are one namespace (``Store.owner``): a live ID belongs to one session and one
+kind; fork copies are their own kind, so reusing one conflicts. All functions
+here run inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common import CONFLICT, AdapterError, invalid, same_json
+from storage import Store
+
+DELIVERIES = ("steer", "queue")
+
+
+# --- payloads -----------------------------------------------------------------
+
+
+def _text(req: dict[str, Any]) -> str:
+    text = req.get("text")
+    if not isinstance(text, str):
+        raise invalid("text must be a string")
+    return text
+
+
+def _field(req: dict[str, Any], name: str, kind: type, default: Any) -> Any:
+    value = req.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, kind):
+        raise invalid(f"{name} must be a {kind.__name__}")
+    return value
+
+
+def user_data(req: dict[str, Any]) -> dict[str, Any]:
+    """The user payload with its defaults applied, as stored and returned in receipts."""
+    return {
+        "text": _text(req),
+        "files": _field(req, "files", list, []),
+        "agents": _field(req, "agents", list, []),
+        "metadata": _field(req, "metadata", dict, {}),
+    }
+
+
+def synthetic_data(req: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "text": _text(req),
+        "description": _field(req, "description", str, None),
+        "metadata": _field(req, "metadata", dict, {}),
+    }
+
+
+def delivery_of(req: dict[str, Any]) -> str:
+    delivery = req.get("delivery")
+    if delivery is None:
+        return "steer"
+    if delivery not in DELIVERIES:
+        raise invalid("delivery must be steer or queue")
+    return str(delivery)
+
+
+def resume_of(req: dict[str, Any]) -> bool:
+    resume = req.get("resume")
+    if resume is None:
+        return True
+    if not isinstance(resume, bool):
+        raise invalid("resume must be a boolean")
+    return resume
+
+
+def input_id_of(req: dict[str, Any]) -> str | None:
+    ident = req.get("input")
+    if ident is not None and (not isinstance(ident, str) or not ident):
+        raise invalid("input must be a non-empty string")
+    return ident
+
+
+# --- receipts -------------------------------------------------------------------
+
+
+def pending_receipt(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "input": row["id"],
+        "session": row["session_id"],
+        "type": row["type"],
+        "data": row["data"],
+        "delivery": row["delivery"],
+        "admitted_seq": row["admitted_seq"],
+        "time": row["time_created"],
+    }
+
+
+def promoted_receipt(msg: dict[str, Any]) -> dict[str, Any]:
+    """The original receipt, rebuilt from the admission record kept on the message."""
+    return {
+        "input": msg["id"],
+        "session": msg["session_id"],
+        "type": msg["type"],
+        "data": msg["data"],
+        "delivery": msg["delivery"],
+        "admitted_seq": msg["admitted_seq"],
+        "time": msg["admitted_time"],
+    }
+
+
+# --- user and synthetic admission -------------------------------------------------
+
+
+def _conflict(kind: str, ident: str) -> AdapterError:
+    return AdapterError(CONFLICT[kind], f"input {ident} conflicts with an earlier use of the ID")
+
+
+def _judge_retry(
+    kind: str, ident: str, receipt: dict[str, Any], data: Any, delivery: str
+) -> dict[str, Any]:
+    if not same_json(receipt["data"], data) or receipt["delivery"] != delivery:
+        raise _conflict(kind, ident)
+    return receipt
+
+
+def _new_admission(
+    store: Store, sid: str, kind: str, ident: str, data: dict[str, Any], delivery: str, now: int
+) -> dict[str, Any]:
+    seq = store.append(sid, "admitted", now, ident, type=kind, data=data, delivery=delivery)
+    store.insert_pending(ident, sid, kind, data, delivery, seq, now)
+    return pending_receipt(store.pending_row(ident))  # type: ignore[arg-type]
+
+
+def admit_input(
+    store: Store,
+    sid: str,
+    kind: str,
+    ident: str | None,
+    data: dict[str, Any],
+    delivery: str,
+    now: int,
+) -> tuple[dict[str, Any], bool]:
+    """Admit a user or synthetic input, or judge a retry. Returns (receipt, fresh)."""
+    if ident is None:
+        ident = store.fresh_id("sq_in_")
+        return _new_admission(store, sid, kind, ident, data, delivery, now), True
+    owner = store.owner(ident)
+    if owner is not None and owner != (sid, kind):
+        raise _conflict(kind, ident)
+    row = store.pending_row(ident)
+    if row is not None:
+        return _judge_retry(kind, ident, pending_receipt(row), data, delivery), False
+    msg = store.message(ident)
+    if msg is not None:
+        return _judge_retry(kind, ident, promoted_receipt(msg), data, delivery), False
+    return _new_admission(store, sid, kind, ident, data, delivery, now), True
+
+
+# --- compaction barrier -----------------------------------------------------------------
+
+
+def admit_compaction(
+    store: Store, sid: str, ident: str | None, now: int
+) -> tuple[dict[str, Any], bool]:
+    """Admit the session's barrier, or coalesce into the one already pending."""
+    if ident is not None:
+        owner = store.owner(ident)
+        if owner is not None and owner != (sid, "compaction"):
+            raise _conflict("compaction", ident)
+    barrier = store.barrier(sid)
+    if barrier is not None:
+        return pending_receipt(barrier), False
+    if ident is None:
+        ident = store.fresh_id("sq_cp_")
+    seq = store.append(sid, "compaction_admitted", now, ident)
+    store.insert_pending(ident, sid, "compaction", {}, None, seq, now)
+    return pending_receipt(store.pending_row(ident)), True  # type: ignore[arg-type]

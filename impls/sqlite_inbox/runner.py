@@ -1,0 +1,272 @@
+"""The runner: executions, the G4 drain loop, promotion at Safe Step Boundaries.
+
+Everything here except the durable writes is volatile (process memory): the
+active executions, their open model calls, the doorbell, the step counter and
+the drain position. An execution is a Python generator that yields each model
+call it opens and receives the harness's answer; so a drain reads like the
+spec's pseudo-code, and a restart (a new process) simply begins with none.
+
+Quiescence: every entry point (wake, resume, answer, interrupt) advances the
+affected execution until it waits on an open call or has settled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+from common import AdapterError, crash_now, invalid
+from storage import Store
+
+Drain = Generator[dict[str, Any], str, Any]
+FINISHES = ("stop", "tool", "error")
+
+
+class Interrupted(Exception):
+    """Thrown into an execution by ``interrupt``."""
+
+
+class StepFailed(Exception):
+    """A step call was answered with ``error``: the execution fails."""
+
+
+class Execution:
+    def __init__(self, sid: str) -> None:
+        self.sid = sid
+        self.doorbell = False
+        self.call: dict[str, Any] | None = None
+        self.gen: Drain | None = None
+
+
+class Runner:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.step_limit = 10
+        self.now = 0
+        self.failpoint: str | None = None
+        self.execs: dict[str, Execution] = {}
+        self.calls: dict[str, dict[str, Any]] = {}
+        self.call_count = 0
+
+    # --- durable writes of the runner -------------------------------------
+
+    def event(self, sid: str, kind: str, input_id: str | None = None, **data: Any) -> None:
+        with self.store.tx():
+            self.store.append(sid, kind, self.now, input_id, **data)
+
+    def promote_one(self, row: dict[str, Any]) -> None:
+        """One promotion = one transaction: promoted event, pending row out, message in."""
+        sid = row["session_id"]
+        with self.store.tx():
+            seq = self.store.append(sid, "promoted", self.now, row["id"])
+            self.store.delete_pending(row["id"])
+            self.store.insert_message(
+                {
+                    "id": row["id"],
+                    "session_id": sid,
+                    "type": row["type"],
+                    "seq": seq,
+                    "time_created": self.now,
+                    "data": row["data"],
+                    "delivery": row["delivery"],
+                    "admitted_seq": row["admitted_seq"],
+                    "admitted_time": row["time_created"],
+                }
+            )
+        self.fire("mid_promotion")
+
+    def settle_barrier(self, barrier: dict[str, Any], kind: str, **data: Any) -> None:
+        """Compaction ended or failed: the event and the barrier's removal, together."""
+        with self.store.tx():
+            self.store.append(
+                barrier["session_id"], kind, self.now, barrier["id"], reason="manual", **data
+            )
+            self.store.delete_pending(barrier["id"])
+
+    def fire(self, point: str) -> None:
+        if self.failpoint == point:
+            crash_now(point)
+
+    # --- promotion ---------------------------------------------------------------
+
+    def promotable(self, sid: str) -> bool:
+        if self.store.barrier(sid) is not None:
+            return False
+        return any(r["type"] != "compaction" for r in self.store.pending(sid))
+
+    def promote(self, sid: str, scope: str) -> int:
+        """G4 ``promote(session, scope)``: returns how many inputs became visible."""
+        if self.store.barrier(sid) is not None:
+            return 0
+        batch = self.store.steers(sid)
+        count = 0
+        if not batch and scope == "input":
+            queued = self.store.oldest_queued(sid)
+            if queued is None:
+                return 0
+            self.promote_one(queued)
+            count = 1
+            batch = self.store.steers(sid)
+        for row in batch:
+            self.promote_one(row)
+            count += 1
+        return count
+
+    # --- calls ------------------------------------------------------------------------
+
+    def open_call(self, ex: Execution, kind: str, step: int, final: bool) -> dict[str, Any]:
+        self.call_count += 1
+        context = [
+            m["id"] for m in self.store.messages(ex.sid) if m["type"] in ("user", "synthetic")
+        ]
+        call = {
+            "call": f"sq_call_{self.store.boot}_{self.call_count}",
+            "session": ex.sid,
+            "kind": kind,
+            "step": step,
+            "final": final,
+            "context": context,
+        }
+        return call
+
+    def step_call(self, ex: Execution, step: int, final: bool) -> Drain:
+        self.event(ex.sid, "step_started", step=step, final=final)
+        try:
+            finish = yield self.open_call(ex, "step", step, final)
+        except Interrupted:
+            self.event(ex.sid, "step_failed", step=step, error="Step interrupted")
+            raise
+        if finish == "error":
+            self.event(ex.sid, "step_failed", step=step, error="model call failed")
+            raise StepFailed("model call failed")
+        if finish == "tool" and final:
+            finish = "stop"
+        self.event(ex.sid, "step_ended", step=step, finish=finish)
+        return finish
+
+    def run_pending_compaction(self, ex: Execution) -> Drain:
+        barrier = self.store.barrier(ex.sid)
+        if barrier is None:
+            return
+        self.event(ex.sid, "compaction_started", barrier["id"], reason="manual")
+        try:
+            finish = yield self.open_call(ex, "compaction", 0, False)
+        except Interrupted:
+            self.settle_barrier(barrier, "compaction_failed", error="Compaction cancelled")
+            raise
+        if finish == "error":
+            self.settle_barrier(barrier, "compaction_failed", error="compaction call failed")
+        else:
+            self.settle_barrier(barrier, "compaction_ended")
+
+    # --- the drain loop ------------------------------------------------------------
+
+    def run_steps(self, ex: Execution) -> Drain:
+        step, scope = 1, "input"
+        while True:
+            if self.promote(ex.sid, scope) > 0:
+                step = 1
+            self.fire("after_promotion")
+            final = step >= self.step_limit
+            finish = yield from self.step_call(ex, step, final)
+            yield from self.run_pending_compaction(ex)
+            if finish != "tool" and not self.store.steers(ex.sid):
+                return
+            step, scope = step + 1, "steer"
+
+    def drain(self, ex: Execution, force: bool) -> Drain:
+        if not force and not self.store.pending(ex.sid):
+            return
+        yield from self.run_pending_compaction(ex)
+        if not force and not self.promotable(ex.sid):
+            return
+        while True:
+            yield from self.run_steps(ex)
+            if not self.promotable(ex.sid):
+                return
+
+    def execution(self, ex: Execution, force: bool) -> Drain:
+        self.event(ex.sid, "execution_started")
+        try:
+            while True:
+                ex.doorbell = False
+                yield from self.drain(ex, force)
+                if not ex.doorbell:
+                    break
+                force = False
+        except StepFailed as failed:
+            self.event(ex.sid, "execution_failed", error=str(failed))
+            return "failed"
+        except Interrupted:
+            self.event(ex.sid, "execution_interrupted", reason="user")
+            return "interrupted"
+        self.event(ex.sid, "execution_succeeded")
+        return "succeeded"
+
+    # --- driving executions (quiescence) ------------------------------------------
+
+    def start(self, sid: str, force: bool) -> None:
+        ex = Execution(sid)
+        ex.gen = self.execution(ex, force)
+        self.execs[sid] = ex
+        self.advance(ex, lambda gen: next(gen))
+
+    def advance(self, ex: Execution, step: Any) -> None:
+        """Run the execution until it opens a call or settles."""
+        assert ex.gen is not None
+        try:
+            call = step(ex.gen)
+        except StopIteration as stop:
+            del self.execs[ex.sid]
+            if stop.value == "failed" and ex.doorbell:
+                self.wake(ex.sid)
+            return
+        ex.call = call
+        self.calls[call["call"]] = call
+
+    def wake(self, sid: str) -> None:
+        """Advisory wake: ring the doorbell of an active execution, or start an unforced one."""
+        active = self.execs.get(sid)
+        if active is not None:
+            active.doorbell = True
+            return
+        if not self.store.pending(sid):
+            return
+        self.start(sid, force=False)
+
+    def resume(self, sid: str) -> None:
+        """Forced drain, or join the active execution."""
+        if sid not in self.execs:
+            self.start(sid, force=True)
+
+    def answer(self, call_id: Any, finish: Any) -> None:
+        if not isinstance(call_id, str) or call_id not in self.calls:
+            raise invalid(f"call {call_id} is not open")
+        if finish not in FINISHES:
+            raise invalid("finish must be stop, tool or error")
+        call = self.calls.pop(call_id)
+        ex = self.execs[call["session"]]
+        ex.call = None
+        self.advance(ex, lambda gen: gen.send(finish))
+
+    def interrupt(self, sid: str) -> bool:
+        ex = self.execs.get(sid)
+        if ex is None:
+            return False
+        ex.doorbell = False
+        if ex.call is not None:
+            self.calls.pop(ex.call["call"], None)
+            ex.call = None
+        self.advance(ex, lambda gen: gen.throw(Interrupted()))
+        return True
+
+    def open_calls(self) -> list[dict[str, Any]]:
+        return list(self.calls.values())
+
+
+def check_failpoint(point: Any) -> str | None:
+    if point is None:
+        return None
+    if point not in ("after_admit", "mid_promotion", "after_promotion"):
+        raise AdapterError("invalid_request", f"unknown failpoint {point}")
+    return str(point)

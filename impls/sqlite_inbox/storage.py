@@ -1,0 +1,336 @@
+"""Durable state: the SQLite schema and its small row-level helpers.
+
+G4-shaped tables: ``session``, ``event`` (per-session aggregate ``seq``),
+``session_pending`` (a row exists only while its input is pending),
+and ``session_message`` (the transcript; promoted rows keep their admission
+record so that retries after promotion return the original receipt). The one
+ID namespace is derived from the live rows: an input ID belongs to the session
+and kind of its pending row or visible message; once neither exists (a revert
+truncated it, its barrier was consumed) it is free again. Every write happens inside
+``Store.tx()``; one call of it is one durability point.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from common import AdapterError, dumps
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS session (
+    id TEXT PRIMARY KEY,
+    parent_id TEXT,
+    fork_seq INTEGER,
+    revert TEXT,
+    next_seq INTEGER NOT NULL,
+    time_created INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS event (
+    session_id TEXT NOT NULL REFERENCES session(id),
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    time INTEGER NOT NULL,
+    input TEXT,
+    data TEXT NOT NULL,
+    UNIQUE (session_id, seq)
+);
+CREATE TABLE IF NOT EXISTS session_pending (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES session(id),
+    type TEXT NOT NULL CHECK (type IN ('user', 'synthetic', 'compaction')),
+    data TEXT NOT NULL,
+    delivery TEXT CHECK (delivery IN ('steer', 'queue')),
+    admitted_seq INTEGER NOT NULL,
+    time_created INTEGER NOT NULL,
+    UNIQUE (session_id, admitted_seq)
+);
+CREATE INDEX IF NOT EXISTS session_pending_delivery
+    ON session_pending (session_id, delivery, admitted_seq);
+CREATE UNIQUE INDEX IF NOT EXISTS session_pending_one_barrier
+    ON session_pending (session_id) WHERE type = 'compaction';
+CREATE TABLE IF NOT EXISTS session_message (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES session(id),
+    type TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    time_created INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    copied_from TEXT,
+    delivery TEXT,
+    admitted_seq INTEGER,
+    admitted_time INTEGER,
+    UNIQUE (session_id, seq)
+);
+"""
+
+PENDING_COLS = "id, session_id, type, data, delivery, admitted_seq, time_created"
+MESSAGE_COLS = (
+    "id, session_id, type, seq, time_created, data, copied_from,"
+    " delivery, admitted_seq, admitted_time"
+)
+
+
+def _pending(row: tuple[Any, ...] | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    keys = ("id", "session_id", "type", "data", "delivery", "admitted_seq", "time_created")
+    out = dict(zip(keys, row, strict=True))
+    out["data"] = json.loads(out["data"])
+    return out
+
+
+def _message(row: tuple[Any, ...] | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    keys = (
+        "id",
+        "session_id",
+        "type",
+        "seq",
+        "time_created",
+        "data",
+        "copied_from",
+        "delivery",
+        "admitted_seq",
+        "admitted_time",
+    )
+    out = dict(zip(keys, row, strict=True))
+    out["data"] = json.loads(out["data"])
+    return out
+
+
+class Store:
+    def __init__(self, folder: str) -> None:
+        os.makedirs(folder, exist_ok=True)
+        self.db = sqlite3.connect(os.path.join(folder, "inbox.sqlite3"), isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        with self.tx():
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    self.db.execute(statement)
+            self.boot = self.bump("boot")
+
+    # --- transactions -------------------------------------------------
+
+    @contextmanager
+    def tx(self) -> Iterator[None]:
+        """One durability point: everything inside commits together or not at all."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def one(self, sql: str, *args: Any) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self.db.execute(sql, args).fetchone()
+        return row
+
+    def all(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        return list(self.db.execute(sql, args).fetchall())
+
+    # --- counters and IDs -----------------------------------------------
+
+    def bump(self, key: str) -> int:
+        """Increment a persisted counter and return its new value (own write, caller's tx)."""
+        row = self.one("SELECT value FROM meta WHERE key = ?", key)
+        value = (row[0] if row else 0) + 1
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        return value
+
+    def id_in_use(self, ident: str) -> bool:
+        for table in ("session", "session_pending", "session_message"):
+            if self.one(f"SELECT 1 FROM {table} WHERE id = ?", ident):
+                return True
+        return False
+
+    def fresh_id(self, prefix: str) -> str:
+        """A generated ID from a persisted counter, skipping any ID already in use."""
+        while True:
+            ident = f"{prefix}{self.bump('ids'):06d}"
+            if not self.id_in_use(ident):
+                return ident
+
+    def owner(self, ident: str) -> tuple[str, str] | None:
+        """(session, kind) holding a live input ID; a fork's copy is kind ``copy``."""
+        row = self.one("SELECT session_id, type FROM session_pending WHERE id = ?", ident)
+        if row is None:
+            row = self.one(
+                "SELECT session_id, CASE WHEN copied_from IS NULL THEN type ELSE 'copy' END"
+                " FROM session_message WHERE id = ?",
+                ident,
+            )
+        return (row[0], row[1]) if row else None
+
+    # --- sessions and events ------------------------------------------
+
+    def session(self, sid: str) -> dict[str, Any] | None:
+        row = self.one(
+            "SELECT id, parent_id, fork_seq, revert, next_seq, time_created"
+            " FROM session WHERE id = ?",
+            sid,
+        )
+        if row is None:
+            return None
+        keys = ("id", "parent_id", "fork_seq", "revert", "next_seq", "time_created")
+        return dict(zip(keys, row, strict=True))
+
+    def require(self, sid: Any) -> dict[str, Any]:
+        if not isinstance(sid, str):
+            raise AdapterError("invalid_request", "session must be a string")
+        found = self.session(sid)
+        if found is None:
+            raise AdapterError("session_not_found", f"unknown session {sid}")
+        return found
+
+    def insert_session(
+        self,
+        sid: str,
+        now: int,
+        parent: str | None = None,
+        fork_seq: int | None = None,
+        next_seq: int = 0,
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO session (id, parent_id, fork_seq, revert, next_seq, time_created)"
+            " VALUES (?, ?, ?, NULL, ?, ?)",
+            (sid, parent, fork_seq, next_seq, now),
+        )
+
+    def set_revert(self, sid: str, message: str | None) -> None:
+        self.db.execute("UPDATE session SET revert = ? WHERE id = ?", (message, sid))
+
+    def append(
+        self, sid: str, kind: str, now: int, input_id: str | None = None, **data: Any
+    ) -> int:
+        """Append one durable event to the session's stream; returns its seq."""
+        (seq,) = self.one("SELECT next_seq FROM session WHERE id = ?", sid) or (None,)
+        if seq is None:
+            raise AdapterError("session_not_found", f"unknown session {sid}")
+        self.db.execute(
+            "INSERT INTO event (session_id, seq, type, time, input, data)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (sid, seq, kind, now, input_id, dumps(data)),
+        )
+        self.db.execute("UPDATE session SET next_seq = ? WHERE id = ?", (seq + 1, sid))
+        return int(seq)
+
+    def events(self, sid: str, after: int | None) -> list[dict[str, Any]]:
+        rows = self.all(
+            "SELECT seq, type, time, input, data FROM event WHERE session_id = ? AND seq > ?"
+            " ORDER BY seq",
+            sid,
+            -(2**62) if after is None else after,
+        )
+        out = []
+        for seq, kind, time, input_id, data in rows:
+            event: dict[str, Any] = {
+                "seq": seq,
+                "type": kind,
+                "time": time,
+                "data": json.loads(data),
+            }
+            if input_id is not None:
+                event["input"] = input_id
+            out.append(event)
+        return out
+
+    # --- pending rows -----------------------------------------------------
+
+    def pending(self, sid: str) -> list[dict[str, Any]]:
+        rows = self.all(
+            f"SELECT {PENDING_COLS} FROM session_pending"
+            " WHERE session_id = ? ORDER BY admitted_seq",
+            sid,
+        )
+        return [_pending(r) for r in rows]  # type: ignore[misc]
+
+    def pending_row(self, ident: str) -> dict[str, Any] | None:
+        return _pending(self.one(f"SELECT {PENDING_COLS} FROM session_pending WHERE id = ?", ident))
+
+    def barrier(self, sid: str) -> dict[str, Any] | None:
+        return _pending(
+            self.one(
+                f"SELECT {PENDING_COLS} FROM session_pending"
+                " WHERE session_id = ? AND type = 'compaction'",
+                sid,
+            )
+        )
+
+    def steers(self, sid: str) -> list[dict[str, Any]]:
+        return [
+            r for r in self.pending(sid) if r["type"] != "compaction" and r["delivery"] == "steer"
+        ]
+
+    def oldest_queued(self, sid: str) -> dict[str, Any] | None:
+        queued = [
+            r for r in self.pending(sid) if r["type"] != "compaction" and r["delivery"] == "queue"
+        ]
+        return queued[0] if queued else None
+
+    def insert_pending(
+        self,
+        ident: str,
+        sid: str,
+        kind: str,
+        data: dict[str, Any],
+        delivery: str | None,
+        seq: int,
+        now: int,
+    ) -> None:
+        self.db.execute(
+            f"INSERT INTO session_pending ({PENDING_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (ident, sid, kind, dumps(data), delivery, seq, now),
+        )
+
+    def delete_pending(self, ident: str) -> None:
+        self.db.execute("DELETE FROM session_pending WHERE id = ?", (ident,))
+
+    # --- transcript ---------------------------------------------------------
+
+    def messages(self, sid: str) -> list[dict[str, Any]]:
+        rows = self.all(
+            f"SELECT {MESSAGE_COLS} FROM session_message WHERE session_id = ? ORDER BY seq", sid
+        )
+        return [_message(r) for r in rows]  # type: ignore[misc]
+
+    def message(self, ident: str) -> dict[str, Any] | None:
+        return _message(self.one(f"SELECT {MESSAGE_COLS} FROM session_message WHERE id = ?", ident))
+
+    def insert_message(self, row: dict[str, Any]) -> None:
+        self.db.execute(
+            f"INSERT INTO session_message ({MESSAGE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row["id"],
+                row["session_id"],
+                row["type"],
+                row["seq"],
+                row["time_created"],
+                dumps(row["data"]),
+                row.get("copied_from"),
+                row.get("delivery"),
+                row.get("admitted_seq"),
+                row.get("admitted_time"),
+            ),
+        )
+
+    def truncate(self, sid: str, seq: int) -> None:
+        """A committed revert: transcript and user/synthetic pending rows from ``seq`` on."""
+        self.db.execute("DELETE FROM session_message WHERE session_id = ? AND seq >= ?", (sid, seq))
+        self.db.execute(
+            "DELETE FROM session_pending WHERE session_id = ? AND admitted_seq >= ?"
+            " AND type != 'compaction'",
+            (sid, seq),
+        )
