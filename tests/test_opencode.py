@@ -1,0 +1,256 @@
+"""The released OpenCode 1.18.33 server through its adapter, against the model
+under policy ``g2`` (``docs/opencode.md``).
+
+A short scripted run through :class:`AdapterTarget` (send, steer, queue, exact
+retry, conflicting retry, interrupt, kill and restart), compared step by step
+with :class:`ModelTarget` under ``g2`` where the two should agree; plus the
+process and network hygiene: nothing left running afterwards (after a failure
+too), and nothing but ``lo`` in the namespace the server runs in.
+
+It skips only when the package cannot be installed (no npm, no registry) or
+no network namespace can be entered, and says so loudly; anything else fails.
+Every request is bounded by the adapter timeout, so it never hangs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inboxsim.impls.opencode import (
+    RECOMMENDED_TIMEOUT,
+    adapter_command,
+    install_command,
+    netns_check_command,
+)
+from inboxsim.model import (
+    PRESETS,
+    Answer,
+    Create,
+    Err,
+    Hello,
+    Interrupt,
+    Ok,
+    Op,
+    Prompt,
+)
+from inboxsim.sim.adapter import AdapterTarget
+from inboxsim.sim.protocol import ProtocolError
+from inboxsim.sim.target import ModelTarget
+
+STEP_LIMIT = 3
+
+
+def _loud_skip(reason: str) -> None:
+    banner = "!" * 72
+    print(f"\n{banner}\nSKIPPING the OpenCode tests: {reason}\n{banner}", file=sys.__stderr__)
+    pytest.skip(f"OpenCode tests skipped: {reason}")
+
+
+@pytest.fixture(scope="module")
+def opencode_ready() -> None:
+    try:
+        done = subprocess.run(install_command(), capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        _loud_skip("downloading opencode-ai@1.18.33 took over 15 minutes")
+    if done.returncode == 4:
+        _loud_skip(f"the package cannot be had: {done.stderr.strip()[-600:]}")
+    assert done.returncode == 0, f"--install failed unexpectedly: {done.stderr}"
+    check = subprocess.run(netns_check_command(), capture_output=True, text=True, timeout=30)
+    if check.returncode == 5:
+        _loud_skip(f"no loopback-only network namespace here: {check.stdout.strip()}")
+    assert check.returncode == 0, f"--check-netns failed unexpectedly: {check.stderr}"
+
+
+@pytest.fixture
+def env_require_netns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INBOXSIM_OPENCODE_NETNS", "require")
+
+
+def processes_under(folder: Path) -> list[str]:
+    """Live processes whose working folder is inside ``folder``."""
+    found = []
+    prefix = str(folder.resolve())
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            continue
+        if cwd.startswith(prefix) and state != "Z":
+            found.append(f"{pid}: {cmd.strip()}")
+    return found
+
+
+def no_processes_left(folder: Path) -> None:
+    deadline = time.monotonic() + 10
+    while processes_under(folder) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_under(folder) == [], "processes left running"
+
+
+def interfaces_of(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/net/dev") as f:
+        return sorted(line.split(":")[0].strip() for line in f.readlines()[2:])
+
+
+# --- the comparison ------------------------------------------------------------
+
+
+class Seen:
+    """What one side showed so far, accumulated from its observations."""
+
+    def __init__(self) -> None:
+        self.pending: dict[str, Any] = {}
+        self.transcript: dict[str, Any] = {}
+        self.calls: tuple[Any, ...] = ()
+        self.receipts: dict[str, dict[str, Any]] = {}
+
+    def take(self, observed: Any) -> None:
+        for sid, rows in observed.pending:
+            self.pending[sid] = [(r.input, r.type, r.delivery, r.time) for r in rows]
+        for sid, msgs in observed.transcript:
+            self.transcript[sid] = [(m.id, m.type, m.time) for m in msgs]
+        if observed.calls is not None:
+            self.calls = observed.calls
+
+    def open_call(self, session: str) -> str:
+        for call in self.calls:
+            if call.session == session:
+                return str(call.call)
+        raise AssertionError(f"no open call in {session}: {self.calls}")
+
+    def view(self) -> dict[str, Any]:
+        return {
+            "pending": {k: v for k, v in self.pending.items() if v},
+            "transcript": {k: v for k, v in self.transcript.items() if v},
+            "calls": [(c.session, c.kind, c.step, c.final, list(c.context)) for c in self.calls],
+        }
+
+
+def reply_view(reply: Any) -> Any:
+    if isinstance(reply, Err):
+        return ("error", reply.code)
+    assert isinstance(reply, Ok), reply
+    result = reply.result
+    if "data" in result:  # a receipt: everything but admitted_seq (its value is OpenCode's)
+        return {k: result[k] for k in ("input", "session", "type", "data", "delivery", "time")}
+    if "calls" in result:
+        return None
+    if "implementation" in result:
+        return result["step_limit"]
+    return result
+
+
+# Each step: an op, ("answer", session, finish) resolved per side, or "kill".
+SCRIPT: list[Any] = [
+    Hello(0, step_limit=STEP_LIMIT),
+    Create(1, session="s1"),
+    Create(2, session="s2"),
+    # send, parked (resume false), then an exact and a conflicting retry
+    Prompt(3, session="s1", input="a1", text="alpha", resume=False),
+    Prompt(4, session="s1", input="a1", text="alpha", resume=False),
+    Prompt(5, session="s1", input="a1", text="alpha changed"),
+    # queue parked, then a steer wakes: every pending steer promotes, not the queue
+    Prompt(6, session="s1", input="q1", text="queued one", delivery="queue", resume=False),
+    Prompt(7, session="s1", input="st1", text="steer one"),
+    # steer while busy: promoted at the next boundary (after a tool step)
+    Prompt(8, session="s1", input="st2", text="steer two"),
+    ("answer", "s1", "tool"),
+    # the run ends: the queued input is promoted, alone, one turn later
+    ("answer", "s1", "stop"),
+    # a second session runs alongside
+    Prompt(11, session="s2", input="b1", text="bravo"),
+    # interrupt: the open call goes, pending input stays; again: nothing to stop
+    Prompt(12, session="s1", input="q2", text="queued two", delivery="queue"),
+    Interrupt(13, session="s1"),
+    Interrupt(14, session="s1"),
+    # kill the adapter (and the server) with s2 mid-call and q2 pending
+    "kill",
+    Hello(15, step_limit=STEP_LIMIT),
+    # nothing resumed by itself; an exact retry with resume wakes the session
+    Prompt(16, session="s1", input="q2", text="queued two", delivery="queue"),
+    ("answer", "s1", "stop"),
+    # an unknown session, an ID reused in another session
+    Prompt(18, session="nope", input="z1", text="zulu"),
+    Prompt(19, session="s2", input="a1", text="alpha"),
+]
+
+
+def drive(opencode: AdapterTarget, model: ModelTarget) -> list[str]:
+    """Run the script on both; return the first difference per step (empty: none)."""
+    sides = {"opencode": Seen(), "model": Seen()}
+    targets: dict[str, Any] = {"opencode": opencode, "model": model}
+    differences = []
+    for index, step in enumerate(SCRIPT):
+        replies: dict[str, Any] = {}
+        for name, target in targets.items():
+            seen = sides[name]
+            if step == "kill":
+                seen.take(target.kill())
+                replies[name] = None
+                continue
+            op: Op = step
+            if isinstance(step, tuple):
+                _, session, finish = step
+                op = Answer(index, call=seen.open_call(session), finish=finish)
+            reply, observed = target.request(op)
+            seen.take(observed)
+            replies[name] = reply_view(reply)
+        got, want = sides["opencode"].view(), sides["model"].view()
+        if replies["opencode"] != replies["model"] or got != want:
+            differences.append(
+                f"step {index} {step}: opencode replied {replies['opencode']} and showed {got};"
+                f" model (g2) replied {replies['model']} and showed {want}"
+            )
+    return differences
+
+
+def test_opencode_agrees_with_g2(
+    opencode_ready: None, env_require_netns: None, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    target = AdapterTarget(adapter_command(), data, STEP_LIMIT, timeout=RECOMMENDED_TIMEOUT)
+    model = ModelTarget(PRESETS["g2"], STEP_LIMIT)
+    try:
+        started = time.monotonic()
+        differences = drive(target, model)
+        elapsed = time.monotonic() - started
+        assert target.hello is not None and "netns" in target.hello["implementation"]
+        assert "NO netns" not in target.hello["implementation"]
+        # Only loopback where the adapter and the server run.
+        assert target._proc is not None
+        assert interfaces_of(target._proc.pid) == ["lo"]
+        server = int((data / "server.pid").read_text())
+        assert interfaces_of(server) == ["lo"]
+        print(f"\nOpenCode script: {len(SCRIPT)} steps in {elapsed:.1f} s", file=sys.__stderr__)
+        assert differences == [], "\n".join(differences)
+    finally:
+        target.close()
+        no_processes_left(data)
+
+
+def test_no_process_left_after_a_failure(
+    opencode_ready: None, env_require_netns: None, tmp_path: Path
+) -> None:
+    """A harness timeout mid-start kills the adapter's group: the server too."""
+    data = tmp_path / "data"
+    target = AdapterTarget(adapter_command(), data, STEP_LIMIT, timeout=3.0)
+    with pytest.raises(ProtocolError):
+        # On a busy machine the start outlasts 3 s and hello times out; on an
+        # idle one a prompt with a 1 ms deadline does.
+        target.request(Hello(0, step_limit=STEP_LIMIT))
+        target.request(Create(1, session="s"))
+        target.timeout = 0.001
+        target.request(Prompt(2, session="s", input="i", text="late"))
+    target.close()
+    no_processes_left(data)
