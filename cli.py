@@ -90,6 +90,467 @@ def version(as_json: JsonFlag = False) -> None:
         typer.echo(f"{PROG} {__version__}")
 
 
+# --- sweep and replay (issue 4: the seeded scheduler) -------------------------
+
+PolicyOption = Annotated[
+    str,
+    typer.Option(
+        "--policy", help="A policy preset name (see `inboxsim policies`) or a TOML file of fields."
+    ),
+]
+OpsOption = Annotated[
+    int, typer.Option("--ops", help="Workload operations in each run's safety phase.")
+]
+OnlyExpectedOption = Annotated[
+    bool,
+    typer.Option(
+        "--only-expected",
+        help="Judge only the invariants the policy is expected to keep (default: every invariant).",
+    ),
+]
+TargetOption = Annotated[
+    str, typer.Option("--target", help="What to run against: `model` (the reference model).")
+]
+
+
+def _sim_inputs(policy: str, ops: int, target: str, only_expected: bool) -> tuple[Any, Any]:
+    """Check the options every seeded command shares; the policy and run options."""
+    from inboxsim.model import load_policy
+    from inboxsim.sim.run import RunOptions
+
+    if target != "model":
+        raise HarnessError(f"--target {target!r} is not available yet: only 'model' is")
+    if ops < 0:
+        raise HarnessError(f"--ops must be a non-negative integer, not {ops}")
+    return load_policy(policy), RunOptions(ops=ops, only_expected=only_expected)
+
+
+@app.command()
+def sweep(
+    seeds: Annotated[int, typer.Option("--seeds", help="How many seeds to run.")] = 100,
+    seed_start: Annotated[int, typer.Option("--seed-start", help="The first seed.")] = 0,
+    policy: PolicyOption = "g4",
+    ops: OpsOption = 100,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", help="Worker processes (default: all cores).", show_default=False),
+    ] = None,
+    db: Annotated[str, typer.Option("--db", help="The DuckDB trace store.")] = "inboxsim.duckdb",
+    time_budget: Annotated[
+        float | None,
+        typer.Option("--time-budget", help="Stop starting new seeds after this many seconds."),
+    ] = None,
+    target: TargetOption = "model",
+    only_expected: OnlyExpectedOption = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run seeds through the simulator: swarm faults, then liveness; judge every run.
+
+    Every invariant is judged (--only-expected: only those the policy is
+    expected to keep). Exits 1 when a run violated an invariant or did not
+    settle, or when a required coverage probe was never hit. Failing seeds
+    are remembered in the database and run first by the next sweep with the
+    same policy and options.
+    """
+    from inboxsim.reports.store import Store
+    from inboxsim.sim.console import SweepProgress, print_summary
+    from inboxsim.sim.sweep import SweepPlan, default_jobs
+    from inboxsim.sim.sweep import sweep as run_sweep
+
+    the_policy, options = _sim_inputs(policy, ops, target, only_expected)
+    if seeds < 0:
+        raise HarnessError(f"--seeds must be a non-negative integer, not {seeds}")
+    if seed_start < 0:
+        raise HarnessError(f"--seed-start must be a non-negative integer, not {seed_start}")
+    if jobs is not None and jobs < 1:
+        raise HarnessError(f"--jobs must be at least 1, not {jobs}")
+    if time_budget is not None and time_budget <= 0:
+        raise HarnessError(f"--time-budget must be a positive number of seconds, not {time_budget}")
+    plan = SweepPlan(
+        policy, the_policy, options, seed_start, seeds, jobs or default_jobs(), time_budget
+    )
+    with Store(db) as store:
+        total = seeds + len(store.failing_seeds(policy, options.to_dict()))
+        with SweepProgress(total) as progress:
+            report = run_sweep(plan, store, progress)
+    if as_json:
+        document = report.document()
+        document["db"] = db
+        _emit_json(document)
+    else:
+        print_summary(report)
+    raise typer.Exit(report.exit_code)
+
+
+@app.command()
+def replay(
+    seed: Annotated[int, typer.Argument(help="The seed to run again.")],
+    policy: PolicyOption = "g4",
+    ops: OpsOption = 100,
+    target: TargetOption = "model",
+    only_expected: OnlyExpectedOption = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Rerun one seed with the options a sweep ran it with, and print its trace.
+
+    Exits 1 when the run violated an invariant or did not settle.
+    """
+    from inboxsim.sim.run import run_seed
+    from inboxsim.sim.show import result_document, trace_lines
+
+    the_policy, options = _sim_inputs(policy, ops, target, only_expected)
+    if seed < 0:
+        raise HarnessError(f"the seed must be a non-negative integer, not {seed}")
+    result = run_seed(seed, the_policy, options)
+    if as_json:
+        _emit_json(result_document(result))
+    else:
+        for line in trace_lines(result):
+            typer.echo(line)
+    raise typer.Exit(1 if result.violations else 0)
+
+
+# --- explore (bounded-exhaustive search) ---------------------------------------
+
+
+@app.command()
+def explore(
+    sessions: Annotated[int, typer.Option("--sessions", help="Sessions, created up front.")] = 2,
+    depth: Annotated[int, typer.Option("--depth", help="Most operations on a path (restarts not counted).")] = 3,
+    policy: Annotated[
+        str, typer.Option("--policy", help="A policy preset name (see `inboxsim policies`) or a TOML file of fields.")
+    ] = "g4",
+    step_limit: Annotated[int, typer.Option("--step-limit", help="The agent's step allowance sent in hello.")] = 2,
+    alphabet: Annotated[
+        str,
+        typer.Option(
+            "--alphabet",
+            help="`full`, a comma-separated list of operation families, or `full-FAMILY,...` (the full alphabet "
+            "without some); the summary lists the families.",
+        ),
+    ] = "full",
+    out: Annotated[
+        str | None,
+        typer.Option("--out", help="Where to write the shortest counterexample (default explore-<policy>.toml)."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Every interleaving of a small world, breadth first, every invariant in every state.
+
+    Exits 1 with the shortest counterexample (written as a scenario file) when
+    an invariant is violated, 0 when none is within the bound.
+    """
+    from inboxsim.model import load_policy
+    from inboxsim.sim import checkers
+    from inboxsim.sim import explore as ex
+
+    if sessions < 1 or depth < 0 or step_limit < 1:
+        raise HarnessError("--sessions and --step-limit must be at least 1 and --depth at least 0")
+    try:
+        families = ex.parse_alphabet(alphabet)
+    except ValueError as exc:
+        raise HarnessError(f"--alphabet: {exc}") from None
+    the_policy = load_policy(policy)
+    monitor, _ = checkers.load()
+
+    def progress(level: int, states: int, transitions: int) -> None:
+        print(f"explore: depth {level}/{depth}: {states} states, {transitions} transitions", file=sys.stderr)
+
+    result = ex.explore(the_policy, monitor, sessions, depth, step_limit, families, progress)
+    written = None
+    if result.violations:
+        text, fmt = ex.render_counterexample(result, the_policy)
+        written = out or f"explore-{the_policy.name}.{fmt}"
+        try:
+            with open(written, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise HarnessError(f"cannot write {written}: {exc.strerror}") from None
+    if as_json:
+        _emit_json(ex.result_document(result, written))
+    else:
+        for line in ex.summary_lines(result, written):
+            typer.echo(line)
+    raise typer.Exit(int(ExitCode.TARGET_FAILED if result.violations else ExitCode.OK))
+
+
+# --- run (issue 5: scenarios) ---------------------------------------------------
+
+
+@app.command("run")
+def run_scenarios(
+    files: Annotated[list[str] | None, typer.Argument(help="Scenario files (TOML).", show_default=False)] = None,
+    library: Annotated[bool, typer.Option("--library", help="Run the whole named scenario library.")] = False,
+    policy: Annotated[
+        str | None,
+        typer.Option("--policy", help="Override every file's policy: a preset name or a TOML file.", show_default=False),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run scenario files against the model, checking every invariant and expectation.
+
+    Exits 1 when any scenario failed, 2 when a file is malformed.
+    """
+    from inboxsim.scenarios import command
+
+    loaded = command.gather(files or [], library)
+    results, checked = command.run_all(loaded, policy)
+    if as_json:
+        _emit_json(command.document(results, checked, policy))
+    else:
+        for line in command.table(results, checked):
+            typer.echo(line)
+    raise typer.Exit(command.exit_code(results))
+
+
+# --- invariants (issue 3: the invariant checkers) -------------------------------
+
+
+@app.command("invariants")
+def list_invariants(as_json: JsonFlag = False) -> None:
+    """List every invariant the checkers judge: id, statement and source."""
+    from inboxsim.invariants import listing
+
+    document = listing()
+    if as_json:
+        _emit_json(document)
+        return
+    for entry in document["invariants"]:
+        typer.echo(f"{entry['id']}  [{entry['source']}]")
+        typer.echo(f"    {entry['statement']}")
+        if entry["holds_under"] != "every policy":
+            typer.echo(f"    expected under: {entry['holds_under']}")
+    typer.echo("")
+    typer.echo("Not observable through the adapter protocol:")
+    for entry in document["not_observable"]:
+        typer.echo(f"{entry['source']}  {entry['statement']}")
+        typer.echo(f"    {entry['reason']}")
+
+
+# --- check, report, diff (issue 6: the trace store and reports) -----------------
+
+DbOption = Annotated[str, typer.Option("--db", help="The DuckDB trace store.")]
+
+
+@app.command()
+def check(db: DbOption = "inboxsim.duckdb", as_json: JsonFlag = False) -> None:
+    """Re-judge every stored trace with the current checkers; report changed verdicts.
+
+    Exits 1 when a stored trace now violates an invariant it did not before;
+    a fixed false alarm is reported but is not a failure.
+    """
+    from inboxsim.reports.check import check_lines
+    from inboxsim.reports.command import run_check
+
+    document = run_check(db, os.environ.get("INBOXSIM_CHECKERS") or None)
+    if as_json:
+        _emit_json(document)
+    else:
+        for line in check_lines(document):
+            typer.echo(line)
+    raise typer.Exit(document["exit_code"])
+
+
+@app.command()
+def report(
+    db: DbOption = "inboxsim.duckdb",
+    out: Annotated[str, typer.Option("--out", help="The folder to write the report into.")] = "report",
+    as_json: JsonFlag = False,
+) -> None:
+    """Write an HTML report with plots, a Markdown and a JSON summary, and JUnit XML.
+
+    Exits 1 when the store holds a run that violated an invariant.
+    """
+    from inboxsim.reports.command import run_report
+
+    document, written = run_report(db, out)
+    if as_json:
+        _emit_json(document)
+    else:
+        typer.echo(f"{document['runs']} runs, {len(document['failing'])} failing; wrote:")
+        for path in written:
+            typer.echo(f"  {path}")
+    raise typer.Exit(document["exit_code"])
+
+
+@app.command()
+def diff(
+    base: Annotated[str, typer.Argument(help="The baseline store.")],
+    new: Annotated[str | None, typer.Argument(help="The store to compare with it.", show_default=False)] = None,
+    rerun: Annotated[
+        bool, typer.Option("--rerun", help="Replay BASE's stored decisions under the current model and checkers.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Regression report between two stores (or, with --rerun, a store and the current code).
+
+    Exits 1 when something regressed: a seed or invariant newly failing, or a
+    required probe no longer hit.
+    """
+    from inboxsim.reports.command import run_diff
+    from inboxsim.reports.diff import diff_lines, rerun_lines
+
+    if rerun == (new is not None):
+        raise HarnessError("give BASE and NEW, or --rerun BASE")
+    document = run_diff(base, new)
+    if as_json:
+        _emit_json(document)
+    else:
+        for line in rerun_lines(document) if rerun else diff_lines(document):
+            typer.echo(line)
+    raise typer.Exit(document["exit_code"])
+
+
+# --- conformance, mutants, validate (lockstep conformance and external logs) ----
+
+
+@app.command("conformance")
+def conformance_command(
+    adapter: Annotated[
+        str | None,
+        typer.Option("--adapter", help="An adapter command (split as a shell would).", show_default=False),
+    ] = None,
+    target: Annotated[
+        str | None,
+        typer.Option("--target", help="A shipped target: sqlite, model-adapter or opencode.", show_default=False),
+    ] = None,
+    policy: Annotated[
+        str | None,
+        typer.Option("--policy", help="The model's policy (default g4; g2 for opencode).", show_default=False),
+    ] = None,
+    seeds: Annotated[int, typer.Option("--seeds", help="Seeded lockstep runs after the library.")] = 3,
+    seed_start: Annotated[int, typer.Option("--seed-start", help="The first seed.")] = 0,
+    ops: Annotated[int, typer.Option("--ops", help="Workload operations per seeded run.")] = 40,
+    scenario: Annotated[
+        list[str] | None,
+        typer.Option("--scenario", help="Run only this library scenario (repeatable).", show_default=False),
+    ] = None,
+    no_library: Annotated[bool, typer.Option("--no-library", help="Skip the scenario library.")] = False,
+    adapter_timeout: Annotated[
+        float, typer.Option("--adapter-timeout", help="Longest wait for one response, in seconds.")
+    ] = 10.0,
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="Also write the results into this store's conformance table.", show_default=False),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Lockstep against the model: the scenario library, then a seeded sweep.
+
+    Exits 1 on any divergence, invariant violation or protocol error.
+    """
+    from inboxsim.sim.conformance import conformance, store_results, target_command
+
+    if adapter_timeout <= 0:
+        raise HarnessError(f"--adapter-timeout must be positive, not {adapter_timeout}")
+    argv, policy_name, timeout, label = target_command(adapter, target, policy, adapter_timeout)
+    result = conformance(
+        argv,
+        policy_name,
+        seeds,
+        ops=ops,
+        seed_start=seed_start,
+        timeout=timeout,
+        scenarios=scenario or None,
+        library=not no_library,
+        progress=lambda msg: print(msg, file=sys.stderr),
+        target_name=label,
+    )
+    batch = store_results(db, result) if db is not None else None
+    if as_json:
+        document = result.to_dict()
+        if db is not None:
+            document["db"] = db
+            document["conformance_id"] = batch
+        _emit_json(document)
+    else:
+        for line in result.lines():
+            typer.echo(line)
+        if db is not None:
+            typer.echo(f"stored as conformance batch {batch} in {db}")
+    raise typer.Exit(result.exit_code)
+
+
+@app.command("mutants")
+def mutants_command(
+    names: Annotated[
+        str | None,
+        typer.Option("--names", help="Comma-separated mutant names (default: all).", show_default=False),
+    ] = None,
+    seeds: Annotated[int, typer.Option("--seeds", help="Seeded lockstep runs for mutants the library misses.")] = 5,
+    ops: Annotated[int, typer.Option("--ops", help="Workload operations per seeded run.")] = 60,
+    jobs: Annotated[int, typer.Option("--jobs", help="Worker processes.")] = 2,
+    list_only: Annotated[bool, typer.Option("--list", help="List the mutants and exit.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """The kill matrix: conformance against each planted bug in the SQLite inbox.
+
+    Exits 0 when every mutant was killed by an invariant, a divergence or a
+    failed scenario expectation, 1 when one survived.
+    """
+    from inboxsim.sim.conformance import mutant_matrix
+    from inboxsim.sim.mutants import MUTANTS, render_matrix
+
+    if list_only:
+        if as_json:
+            _emit_json({"mutants": [vars_of(m) for m in MUTANTS.values()]})
+        else:
+            for m in MUTANTS.values():
+                typer.echo(f"{m.name}  [{m.bug_class}]  {m.description}")
+        return
+    if seeds < 0 or ops < 0 or jobs < 1:
+        raise HarnessError("--seeds and --ops must be non-negative and --jobs at least 1")
+    chosen = [n.strip() for n in names.split(",") if n.strip()] if names else None
+    results = mutant_matrix(
+        chosen, seeds, ops=ops, jobs=jobs, progress=lambda msg: print(msg, file=sys.stderr)
+    )
+    survived = [r.mutant for r in results if not r.killed]
+    code = 1 if survived else 0
+    if as_json:
+        _emit_json(
+            {
+                "mutants": [r.to_dict() for r in results],
+                "killed": len(results) - len(survived),
+                "survived": survived,
+                "exit_code": code,
+            }
+        )
+    else:
+        typer.echo(render_matrix(results))
+        typer.echo("")
+        typer.echo(
+            f"{len(results) - len(survived)}/{len(results)} killed"
+            + (f"; survived: {', '.join(str(s) for s in survived)}" if survived else "")
+        )
+    raise typer.Exit(code)
+
+
+def vars_of(mutant: Any) -> dict[str, Any]:
+    return {"name": mutant.name, "class": mutant.bug_class, "description": mutant.description}
+
+
+@app.command("validate")
+def validate_command(
+    file: Annotated[str, typer.Argument(help="A JSON-lines file of protocol events.")],
+    policy: Annotated[str, typer.Option("--policy", help="The policy the log was written under.")] = "g4",
+    as_json: JsonFlag = False,
+) -> None:
+    """Judge a durable event log written outside the harness with every
+    invariant the log alone can decide.
+
+    Exits 1 when one is violated, 2 when the file is malformed.
+    """
+    from inboxsim.sim.validate import validate_file
+
+    result = validate_file(file, policy)
+    if as_json:
+        _emit_json(result.to_dict())
+    else:
+        for line in result.lines():
+            typer.echo(line)
+    raise typer.Exit(result.exit_code)
+
+
 # --- entry point ------------------------------------------------------------
 
 

@@ -82,3 +82,14 @@ def test_module_entry_matches_script(tmp_path: Path) -> None:
         check=False,
     )
     assert (done.returncode, done.stdout) == (0, f"inboxsim {inboxsim.__version__}\n")
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    """.ci/run's last command is the README's second quick-start command."""
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0].strip() for b in readme.split("```sh\n")[1:]]
+    ci_lines = [ln for ln in (root / ".ci" / "run").read_text().splitlines() if ln and not ln.startswith("#")]
+    assert len(blocks) >= 2
+    assert ci_lines[-1].strip() == blocks[1]
+    assert "inboxsim sweep" in blocks[0]

@@ -15,10 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+if len(sys.argv) == 3 and sys.argv[1] == "--mutant":  # same as INBOXSIM_MUTANT=NAME
+    os.environ["INBOXSIM_MUTANT"] = sys.argv[2]
 
 import admission  # noqa: E402
 import history  # noqa: E402
-from common import AdapterError, invalid, log  # noqa: E402
+from common import MUTANT, AdapterError, invalid, log  # noqa: E402
 from runner import Runner, check_failpoint  # noqa: E402
 from storage import Store  # noqa: E402
 
@@ -109,11 +111,15 @@ class Adapter:
         delivery, resume = admission.delivery_of(req), admission.resume_of(req)
         sid = self.store.require(req.get("session"))["id"]
         with self.store.tx():
-            history.commit(self.store, sid, self.now)  # a staged revert commits with the prompt
+            retry = ident is not None and self.store.owner(ident) == (sid, "user")
+            if not (MUTANT == "retry-skips-revert-commit" and retry):
+                history.commit(self.store, sid, self.now)  # a staged revert commits with the prompt
             receipt, fresh = admission.admit_input(
                 self.store, sid, "user", ident, data, delivery, self.now
             )
-        self.after_admission(sid, fresh, resume)
+            if MUTANT == "admit-after-wake" and fresh:
+                self.runner.fire("after_admit")  # the wake is scheduled before the commit
+        self.after_admission(sid, fresh, resume or MUTANT == "resume-flag-ignored")
         return receipt
 
     def op_synthetic(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -125,7 +131,8 @@ class Adapter:
             receipt, fresh = admission.admit_input(
                 self.store, session["id"], "synthetic", ident, data, delivery, self.now
             )
-        self.after_admission(session["id"], fresh, resume and session["revert"] is None)
+        held = session["revert"] is not None and MUTANT != "synthetic-wakes-under-revert"
+        self.after_admission(session["id"], fresh, resume and not held)
         return receipt
 
     def op_compact(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -232,7 +239,7 @@ def main() -> None:
         log("INBOXSIM_DATA_DIR is not set")
         sys.exit(2)
     adapter = Adapter(folder)
-    log("started, boot", adapter.store.boot, "data", folder)
+    log("started, boot", adapter.store.boot, "data", folder, f"mutant {MUTANT}" if MUTANT else "")
     serve(adapter)
 
 

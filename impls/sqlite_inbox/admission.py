@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from common import CONFLICT, AdapterError, invalid, same_json
+from common import CONFLICT, MUTANT, AdapterError, invalid, same_json
 from storage import Store
 
 DELIVERIES = ("steer", "queue")
@@ -105,7 +105,9 @@ def promoted_receipt(msg: dict[str, Any]) -> dict[str, Any]:
         "data": msg["data"],
         "delivery": msg["delivery"],
         "admitted_seq": msg["admitted_seq"],
-        "time": msg["admitted_time"],
+        "time": msg[
+            "time_created" if MUTANT == "retry-receipt-promotion-time" else "admitted_time"
+        ],
     }
 
 
@@ -119,7 +121,13 @@ def _conflict(kind: str, ident: str) -> AdapterError:
 def _judge_retry(
     kind: str, ident: str, receipt: dict[str, Any], data: Any, delivery: str
 ) -> dict[str, Any]:
-    if not same_json(receipt["data"], data) or receipt["delivery"] != delivery:
+    old, new = receipt["data"], data
+    if MUTANT == "retry-text-only":
+        old, new = old["text"], new["text"]
+    elif MUTANT == "retry-ignores-metadata":
+        old, new = dict(old, metadata=None), dict(new, metadata=None)
+    same_delivery = receipt["delivery"] == delivery or MUTANT == "retry-ignores-delivery"
+    if not same_json(old, new) or not same_delivery:
         raise _conflict(kind, ident)
     return receipt
 
@@ -127,7 +135,11 @@ def _judge_retry(
 def _new_admission(
     store: Store, sid: str, kind: str, ident: str, data: dict[str, Any], delivery: str, now: int
 ) -> dict[str, Any]:
-    seq = store.append(sid, "admitted", now, ident, type=kind, data=data, delivery=delivery)
+    if MUTANT == "promote-without-admission":  # the seq is taken, the admitted event never logged
+        (seq,) = store.one("SELECT next_seq FROM session WHERE id = ?", sid)  # type: ignore[misc]
+        store.db.execute("UPDATE session SET next_seq = ? WHERE id = ?", (seq + 1, sid))
+    else:
+        seq = store.append(sid, "admitted", now, ident, type=kind, data=data, delivery=delivery)
     store.insert_pending(ident, sid, kind, data, delivery, seq, now)
     return pending_receipt(store.pending_row(ident))  # type: ignore[arg-type]
 
@@ -143,14 +155,30 @@ def admit_input(
 ) -> tuple[dict[str, Any], bool]:
     """Admit a user or synthetic input, or judge a retry. Returns (receipt, fresh)."""
     if ident is None:
+        if MUTANT == "dedup-by-content":
+            for row in store.pending(sid):
+                if (
+                    row["type"] == kind
+                    and same_json(row["data"], data)
+                    and row["delivery"] == delivery
+                ):
+                    return pending_receipt(row), False
         ident = store.fresh_id("sq_in_")
-        return _new_admission(store, sid, kind, ident, data, delivery, now), True
+        if not (MUTANT == "omitted-id-reuses-last" and store.owner(ident) is not None):
+            return _new_admission(store, sid, kind, ident, data, delivery, now), True
     owner = store.owner(ident)
     if owner is not None and owner != (sid, kind):
-        raise _conflict(kind, ident)
+        if not (MUTANT == "per-session-ids" and owner[0] != sid):
+            raise _conflict(kind, ident)
     row = store.pending_row(ident)
     if row is not None:
-        return _judge_retry(kind, ident, pending_receipt(row), data, delivery), False
+        receipt = _judge_retry(kind, ident, pending_receipt(row), data, delivery)
+        if MUTANT == "retry-appends-admission":  # re-inserted: a second admission of the row
+            seq = store.append(sid, "admitted", now, ident, type=kind, data=data, delivery=delivery)
+            store.delete_pending(ident)
+            store.insert_pending(ident, sid, kind, data, delivery, seq, now)
+            receipt = pending_receipt(store.pending_row(ident))  # type: ignore[arg-type]
+        return receipt, False
     msg = store.message(ident)
     if msg is not None:
         return _judge_retry(kind, ident, promoted_receipt(msg), data, delivery), False
@@ -169,7 +197,9 @@ def admit_compaction(
         if owner is not None and owner != (sid, "compaction"):
             raise _conflict("compaction", ident)
     barrier = store.barrier(sid)
-    if barrier is not None:
+    if barrier is not None and not (
+        MUTANT == "second-barrier" and ident not in (None, barrier["id"])
+    ):
         return pending_receipt(barrier), False
     if ident is None:
         ident = store.fresh_id("sq_cp_")

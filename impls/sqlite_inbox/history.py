@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from common import AdapterError, invalid
+from common import MUTANT, AdapterError, invalid
 from storage import Store
 
 
@@ -56,7 +56,9 @@ def fork(store: Store, parent: str, child: Any, before: Any, now: int) -> None:
     if before is None:
         cutoff = source["next_seq"] - 1
     else:
-        cutoff = _boundary(store, parent, before)["seq"] - 1
+        cutoff = _boundary(store, parent, before)["seq"] - (
+            0 if MUTANT == "fork-cutoff-inclusive" else 1
+        )
         history = [m for m in history if m["seq"] <= cutoff]
     store.insert_session(child, now, parent=parent, fork_seq=cutoff)
     data: dict[str, Any] = {"parent": parent, "parent_seq": cutoff}
@@ -66,11 +68,23 @@ def fork(store: Store, parent: str, child: Any, before: Any, now: int) -> None:
     store.db.execute("UPDATE session SET next_seq = ? WHERE id = ?", (max(1, cutoff + 1), child))
     for msg in history:
         _copy(store, child, msg)
+    if MUTANT == "fork-copies-pending":  # the parent's inbox copied along with its transcript
+        for row in store.pending(parent):
+            if row["type"] != "compaction" and row["admitted_seq"] <= cutoff:
+                store.insert_pending(
+                    store.fresh_id("sq_fk_"),
+                    child,
+                    row["type"],
+                    row["data"],
+                    row["delivery"],
+                    row["admitted_seq"],
+                    row["time_created"],
+                )
 
 
 def _copy(store: Store, child: str, msg: dict[str, Any]) -> None:
     ident = store.fresh_id("sq_fk_")
-    root = msg["copied_from"] or msg["id"]
+    root = msg["id"] if MUTANT == "copied-from-not-root" else (msg["copied_from"] or msg["id"])
     store.insert_message(
         {
             "id": ident,

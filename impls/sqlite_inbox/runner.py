@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from common import AdapterError, crash_now, invalid
+from common import MUTANT, AdapterError, crash_now, invalid
 from storage import Store
 
 Drain = Generator[dict[str, Any], str, Any]
@@ -57,16 +57,25 @@ class Runner:
     def promote_one(self, row: dict[str, Any]) -> None:
         """One promotion = one transaction: promoted event, pending row out, message in."""
         sid = row["session_id"]
+        if MUTANT == "promotion-not-atomic":  # the pending row goes first, the message later
+            with self.store.tx():
+                seq = self.store.append(sid, "promoted", self.now, row["id"])
+                self.store.delete_pending(row["id"])
+            self.fire("mid_promotion")
         with self.store.tx():
-            seq = self.store.append(sid, "promoted", self.now, row["id"])
-            self.store.delete_pending(row["id"])
+            if MUTANT != "promotion-not-atomic":
+                seq = self.store.append(sid, "promoted", self.now, row["id"])
+            if MUTANT not in ("promotion-not-atomic", "double-promotion-after-crash"):
+                self.store.delete_pending(row["id"])
             self.store.insert_message(
                 {
                     "id": row["id"],
                     "session_id": sid,
                     "type": row["type"],
                     "seq": seq,
-                    "time_created": self.now,
+                    "time_created": row["time_created"]
+                    if MUTANT == "message-time-is-admission"
+                    else self.now,
                     "data": row["data"],
                     "delivery": row["delivery"],
                     "admitted_seq": row["admitted_seq"],
@@ -90,27 +99,52 @@ class Runner:
     # --- promotion ---------------------------------------------------------------
 
     def promotable(self, sid: str) -> bool:
-        if self.store.barrier(sid) is not None:
+        if self.store.barrier(sid) is not None and MUTANT != "barrier-ignored":
             return False
         return any(r["type"] != "compaction" for r in self.store.pending(sid))
 
     def promote(self, sid: str, scope: str) -> int:
         """G4 ``promote(session, scope)``: returns how many inputs became visible."""
-        if self.store.barrier(sid) is not None:
+        if self.store.barrier(sid) is not None and MUTANT != "barrier-ignored":
             return 0
+        if MUTANT == "steer-waits-for-idle" and scope == "steer":
+            return 0
+        if MUTANT == "admission-order-ignores-delivery" and scope == "input":
+            batch = [r for r in self.store.pending(sid) if r["type"] != "compaction"]
+            for row in batch:
+                self.promote_one(row)
+            self._settle_batch(batch)
+            return len(batch)
         batch = self.store.steers(sid)
+        if MUTANT == "one-steer-per-boundary":
+            batch = batch[:1]
         count = 0
-        if not batch and scope == "input":
+        if not batch and (scope == "input" or MUTANT == "queue-promotes-mid-turn"):
             queued = self.store.oldest_queued(sid)
             if queued is None:
                 return 0
-            self.promote_one(queued)
-            count = 1
+            rows = [queued]
+            if MUTANT == "queue-batch":
+                rows = [r for r in self.store.pending(sid) if r["delivery"] == "queue"]
+            for row in rows:
+                self.promote_one(row)
+            self._settle_batch(rows)
+            count = len(rows)
             batch = self.store.steers(sid)
+            if MUTANT == "one-steer-per-boundary":
+                batch = batch[:1]
         for row in batch:
             self.promote_one(row)
             count += 1
+        self._settle_batch(batch)
         return count
+
+    def _settle_batch(self, rows: list[dict[str, Any]]) -> None:
+        """(Mutant double-promotion-after-crash: the batch's pending rows go at its end.)"""
+        if MUTANT == "double-promotion-after-crash" and rows:
+            with self.store.tx():
+                for row in rows:
+                    self.store.delete_pending(row["id"])
 
     # --- calls ------------------------------------------------------------------------
 
@@ -139,7 +173,7 @@ class Runner:
         if finish == "error":
             self.event(ex.sid, "step_failed", step=step, error="model call failed")
             raise StepFailed("model call failed")
-        if finish == "tool" and final:
+        if finish == "tool" and final and MUTANT != "tool-on-final-continues":
             finish = "stop"
         self.event(ex.sid, "step_ended", step=step, finish=finish)
         return finish
@@ -155,7 +189,18 @@ class Runner:
             self.settle_barrier(barrier, "compaction_failed", error="Compaction cancelled")
             raise
         if finish == "error":
+            if MUTANT == "barrier-kept-on-error":  # the failure is logged, the barrier stays
+                self.event(
+                    ex.sid,
+                    "compaction_failed",
+                    barrier["id"],
+                    reason="manual",
+                    error="compaction call failed",
+                )
+                return
             self.settle_barrier(barrier, "compaction_failed", error="compaction call failed")
+            if MUTANT == "compaction-error-ends-drain":
+                raise StepFailed("compaction call failed")
         else:
             self.settle_barrier(barrier, "compaction_ended")
 
@@ -164,10 +209,10 @@ class Runner:
     def run_steps(self, ex: Execution) -> Drain:
         step, scope = 1, "input"
         while True:
-            if self.promote(ex.sid, scope) > 0:
+            if self.promote(ex.sid, scope) > 0 and MUTANT != "no-step-reset":
                 step = 1
             self.fire("after_promotion")
-            final = step >= self.step_limit
+            final = step >= self.step_limit - (1 if MUTANT == "final-off-by-one" else 0)
             finish = yield from self.step_call(ex, step, final)
             yield from self.run_pending_compaction(ex)
             if finish != "tool" and not self.store.steers(ex.sid):
@@ -177,7 +222,8 @@ class Runner:
     def drain(self, ex: Execution, force: bool) -> Drain:
         if not force and not self.store.pending(ex.sid):
             return
-        yield from self.run_pending_compaction(ex)
+        if MUTANT != "barrier-ignored":  # (the mutant runs the compaction only after a step)
+            yield from self.run_pending_compaction(ex)
         if not force and not self.promotable(ex.sid):
             return
         while True:
@@ -218,7 +264,7 @@ class Runner:
             call = step(ex.gen)
         except StopIteration as stop:
             del self.execs[ex.sid]
-            if stop.value == "failed" and ex.doorbell:
+            if stop.value == "failed" and ex.doorbell and MUTANT != "doorbell-dropped-on-failure":
                 self.wake(ex.sid)
             return
         ex.call = call
@@ -229,6 +275,9 @@ class Runner:
         active = self.execs.get(sid)
         if active is not None:
             active.doorbell = True
+            if MUTANT == "steer-promotes-mid-step" and active.call is not None:
+                if active.call["kind"] == "step":  # visible at once, not at the next boundary
+                    self.promote(sid, "steer")
             return
         if not self.store.pending(sid):
             return
@@ -236,7 +285,9 @@ class Runner:
 
     def resume(self, sid: str) -> None:
         """Forced drain, or join the active execution."""
-        if sid not in self.execs:
+        if MUTANT == "resume-as-wake":
+            self.wake(sid)
+        elif sid not in self.execs:
             self.start(sid, force=True)
 
     def answer(self, call_id: Any, finish: Any) -> None:
@@ -252,7 +303,15 @@ class Runner:
     def interrupt(self, sid: str) -> bool:
         ex = self.execs.get(sid)
         if ex is None:
+            if MUTANT == "idle-interrupt-appends":
+                self.event(sid, "execution_interrupted", reason="user")
             return False
+        if MUTANT == "interrupt-clears-inbox":
+            with self.store.tx():
+                self.store.db.execute(
+                    "DELETE FROM session_pending WHERE session_id = ? AND type != 'compaction'",
+                    (sid,),
+                )
         ex.doorbell = False
         if ex.call is not None:
             self.calls.pop(ex.call["call"], None)

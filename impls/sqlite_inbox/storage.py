@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from common import AdapterError, dumps
+from common import MUTANT, AdapterError, dumps
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -115,11 +115,19 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA foreign_keys=ON")
+        schema = SCHEMA
+        if MUTANT == "second-barrier":  # no one-barrier rule
+            schema = schema.replace(
+                "CREATE UNIQUE INDEX IF NOT EXISTS session_pending_one_barrier",
+                "CREATE INDEX IF NOT EXISTS session_pending_one_barrier",
+            )
         with self.tx():
-            for statement in SCHEMA.split(";"):
+            for statement in schema.split(";"):
                 if statement.strip():
                     self.db.execute(statement)
             self.boot = self.bump("boot")
+            if MUTANT == "volatile-inbox":  # the inbox treated as a cache: dropped at start
+                self.db.execute("DELETE FROM session_pending WHERE type != 'compaction'")
 
     # --- transactions -------------------------------------------------
 
@@ -158,6 +166,10 @@ class Store:
 
     def fresh_id(self, prefix: str) -> str:
         """A generated ID from a persisted counter, skipping any ID already in use."""
+        if MUTANT == "omitted-id-reuses-last" and prefix == "sq_in_":
+            row = self.one("SELECT value FROM meta WHERE key = 'ids'")
+            if row is not None:  # the counter is read, not bumped
+                return f"{prefix}{row[0]:06d}"
         while True:
             ident = f"{prefix}{self.bump('ids'):06d}"
             if not self.id_in_use(ident):
@@ -271,7 +283,10 @@ class Store:
 
     def steers(self, sid: str) -> list[dict[str, Any]]:
         return [
-            r for r in self.pending(sid) if r["type"] != "compaction" and r["delivery"] == "steer"
+            r
+            for r in self.pending(sid)
+            if r["type"] != "compaction"
+            and (r["delivery"] == "steer" or MUTANT == "queue-as-steer")
         ]
 
     def oldest_queued(self, sid: str) -> dict[str, Any] | None:
@@ -311,7 +326,8 @@ class Store:
 
     def insert_message(self, row: dict[str, Any]) -> None:
         self.db.execute(
-            f"INSERT INTO session_message ({MESSAGE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT {'OR REPLACE ' if MUTANT == 'double-promotion-after-crash' else ''}"
+            f"INTO session_message ({MESSAGE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 row["id"],
                 row["session_id"],
@@ -328,9 +344,14 @@ class Store:
 
     def truncate(self, sid: str, seq: int) -> None:
         """A committed revert: transcript and user/synthetic pending rows from ``seq`` on."""
-        self.db.execute("DELETE FROM session_message WHERE session_id = ? AND seq >= ?", (sid, seq))
+        keep = ">" if MUTANT == "revert-keeps-boundary" else ">="
+        self.db.execute(
+            f"DELETE FROM session_message WHERE session_id = ? AND seq {keep} ?", (sid, seq)
+        )
+        if MUTANT == "revert-keeps-pending":
+            return
         self.db.execute(
             "DELETE FROM session_pending WHERE session_id = ? AND admitted_seq >= ?"
-            " AND type != 'compaction'",
+            + ("" if MUTANT == "revert-removes-barrier" else " AND type != 'compaction'"),
             (sid, seq),
         )

@@ -1,0 +1,92 @@
+"""Explorer throughput: distinct states and states per second, default policy g4.
+
+The measured world is two sessions and six operations. The full alphabet at
+that bound is a tree of tens of millions of states (the canonical key keeps
+each session's whole event log, and nearly every operation appends to it), so
+the benchmark states the reduced alphabet it explores: prompt steer and
+queue, the exact retry, every answer (stop, tool, error), resume and a kill
+between requests; no synthetic input, conflicting retry, compaction,
+interrupt or failpoint crash (those are covered at smaller depths by
+``inboxsim explore`` and the tests). ``--alphabet full`` measures the full
+alphabet instead (use a smaller ``--depth``).
+
+The checkers are the real ones when ``inboxsim.invariants`` exports
+``Monitor``; otherwise a no-op monitor, and the output says so.
+
+    python benchmarks/bench_explore.py [--sessions 2] [--depth 6] [--alphabet LIST]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from inboxsim.model import PRESETS, Policy
+from inboxsim.sim import explore as ex
+
+BENCH_ALPHABET = "prompt_steer,prompt_queue,retry,answer_stop,answer_tool,answer_error,resume,kill"
+
+
+class _NoChecks:
+    def __init__(self, policy: Policy, hello: dict[str, Any]) -> None:
+        pass
+
+    def feed(self, step: Any) -> list[Any]:
+        return []
+
+    def finish(self, liveness: bool) -> list[Any]:
+        return []
+
+
+def _monitor() -> tuple[Any, str]:
+    try:
+        from inboxsim.invariants import Monitor
+    except ImportError:
+        return _NoChecks, "none (inboxsim.invariants has no Monitor yet): search cost only"
+    return Monitor, "inboxsim.invariants.Monitor (every invariant, every transition)"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=2)
+    parser.add_argument("--depth", type=int, default=6)
+    parser.add_argument("--policy", default="g4")
+    parser.add_argument("--alphabet", default=BENCH_ALPHABET)
+    parser.add_argument("--no-checks", action="store_true", help="measure the search alone")
+    args = parser.parse_args()
+    monitor, checks = (_NoChecks, "none (--no-checks)") if args.no_checks else _monitor()
+    policy = PRESETS[args.policy]
+
+    def progress(level: int, states: int, transitions: int) -> None:
+        print(
+            f"  depth {level}: {states} states, {transitions} transitions",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    result = ex.explore(
+        policy,
+        monitor,
+        args.sessions,
+        args.depth,
+        ex.DEFAULT_STEP_LIMIT,
+        ex.parse_alphabet(args.alphabet),
+        progress,
+    )
+    print(f"policy {policy.name}, {args.sessions} sessions, depth {args.depth}, checks: {checks}")
+    print("alphabet: " + "; ".join(ex.describe(frozenset(result.alphabet))))
+    print(ex.exhaustive_claim(args.sessions, args.depth))
+    print(f"distinct states   {result.states}")
+    print(f"transitions       {result.transitions}")
+    print(f"depth reached     {result.depth_reached}{' (closed)' if result.complete else ''}")
+    print(f"new per depth     {result.per_depth}")
+    print(f"seconds           {result.seconds:.1f}")
+    print(f"states/s          {result.states_per_second:,.0f}")
+    print(f"transitions/s     {result.transitions / result.seconds:,.0f}")
+    print(f"violations        {len(result.violations)}")
+    return 1 if result.violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+"""Conformance tests for any adapter, collected by pytest from the installed package::
+
+    pytest --pyargs inboxsim.conformance --inboxsim-adapter "COMMAND" \\
+        [--inboxsim-policy g4] [--inboxsim-seeds 3] [--inboxsim-ops 40]
+
+One test per library scenario (lockstep against the model) and one test per
+seed of a seeded lockstep sweep. Without ``--inboxsim-adapter`` every test is
+skipped with the reason. The options come from :mod:`.plugin`, registered
+as the ``inboxsim`` pytest11 entry point. Users without pytest call
+:func:`inboxsim.sim.conformance.conformance` instead.
+"""

@@ -1,0 +1,121 @@
+"""What every checker shares: the violation value, the policy predicate an
+invariant is expected under, and the checker base class with its hooks.
+
+A checker is a small object with private incremental state. The monitor
+calls its hooks in a fixed order for every trace step (see
+:mod:`inboxsim.invariants.monitor`), always with the shared
+:class:`~inboxsim.invariants.tracker.Tracker` already holding what was
+observed before that point. Hooks never do I/O and never look at anything
+but the step and the tracker, so the same checkers judge a real
+implementation through an adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..model.policy import Policy
+
+if TYPE_CHECKING:
+    from ..model.values import Event
+    from .tracker import SessionShadow, StepCtx, Tracker
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken invariant: its id, the trace steps that prove it, and what
+    happened, said in the inbox's words."""
+
+    invariant: str
+    steps: tuple[int, ...]
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class When:
+    """The policies under which an invariant is expected to hold, as a
+    predicate on policy fields (never on preset names). ``When()`` holds
+    under every policy; ``When(visible_time=("promotion",))`` only where that
+    field has one of the listed values."""
+
+    fields: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+
+    @staticmethod
+    def of(**choices: tuple[Any, ...] | Any) -> When:
+        items = []
+        for name, allowed in sorted(choices.items()):
+            if name not in Policy.__dataclass_fields__:
+                raise ValueError(f"Policy has no field {name!r}")
+            items.append((name, tuple(allowed) if isinstance(allowed, tuple) else (allowed,)))
+        return When(tuple(items))
+
+    def __call__(self, policy: Policy) -> bool:
+        return all(getattr(policy, name) in allowed for name, allowed in self.fields)
+
+    def __str__(self) -> str:
+        if not self.fields:
+            return "every policy"
+        return " and ".join(
+            f"{name} = {' or '.join(map(str, allowed))}" for name, allowed in self.fields
+        )
+
+
+class Env:
+    """What a checker reports through: the enabled ids, the violations of the
+    current step, and the set of exercised invariants."""
+
+    __slots__ = ("policy", "tracker", "enabled", "found", "exercised")
+
+    def __init__(self, policy: Policy, tracker: Tracker, enabled: frozenset[str]) -> None:
+        self.policy = policy
+        self.tracker = tracker
+        self.enabled = enabled
+        self.found: list[Violation] = []
+        self.exercised: set[str] = set()
+
+    def fail(
+        self, invariant: str, steps: tuple[int, ...] | list[int] | set[int], message: str
+    ) -> None:
+        if invariant in self.enabled:
+            ordered = tuple(sorted({s for s in steps if s is not None and s >= 0}))
+            self.found.append(Violation(invariant, ordered, message))
+
+    def hit(self, invariant: str) -> None:
+        """Record that ``invariant`` reached a point where it could have failed."""
+        if invariant in self.enabled:
+            self.exercised.add(invariant)
+
+
+class Checker:
+    """Base of the checkers. Subclasses list the invariant ``ids`` they
+    report, the request types whose steps they ``begin``/``end`` on
+    (``ops = None``: every step, crashes included), and the event types they
+    see (``events``; ``None``: every event). A hook left as the base's no-op
+    is never called."""
+
+    ids: ClassVar[tuple[str, ...]] = ()
+    ops: ClassVar[tuple[type, ...] | None] = None
+    events: ClassVar[tuple[str, ...] | None] = ()
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.t = env.tracker
+        self.policy = env.policy
+
+    def begin(self, ctx: StepCtx) -> None:
+        """Before the step's events are applied: the tracker shows the state
+        at the start of the step."""
+
+    def event(self, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
+        """Before ``ev`` is applied to its session's shadow ``sh``."""
+
+    def end(self, ctx: StepCtx) -> None:
+        """After every event, view and call of the step is applied."""
+
+    def finish(self, liveness: bool) -> None:
+        """At the end of the run."""
+
+
+CheckerFactory = Callable[[Env], Checker]

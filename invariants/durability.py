@@ -1,0 +1,191 @@
+"""The durable log and what it must explain: replay reproduces the observed
+pending inbox and transcript (spec 4.30), and no admitted input is ever
+silently lost or duplicated, crashes included (the seed)."""
+
+from __future__ import annotations
+
+from ..model.ops import Compact, Prompt, Synthetic
+from . import words
+from .base import Checker
+from .tracker import Msg, Row, SessionShadow, StepCtx
+
+REPLAY = "replay-matches-views"
+DURABLE = "durability"
+
+
+def _sessions(ctx: StepCtx) -> set[str]:
+    """Sessions whose log or views moved in this step."""
+    out = set(ctx.by_session)
+    for sid, _, _, _ in ctx.view_changes:
+        out.add(sid)
+    return out
+
+
+class ReplayChecker(Checker):
+    """Folding the durable log (events in seq order) gives exactly the
+    pending inbox and transcript the target shows."""
+
+    ids = (REPLAY,)
+
+    def end(self, ctx: StepCtx) -> None:
+        for sid in _sessions(ctx):
+            sh = self.t.sessions.get(sid)
+            if sh is not None:
+                self.env.hit(REPLAY)
+                self._pending(ctx, sh)
+                self._transcript(ctx, sh)
+
+    def _pending(self, ctx: StepCtx, sh: SessionShadow) -> None:
+        rows = list(sh.pending.values())
+        view = sh.view_pending
+        if len(rows) == len(view) and all(
+            r.input == v.input
+            and r.type == v.type
+            and r.delivery == v.delivery
+            and r.seq == v.admitted_seq
+            and r.time == v.time
+            for r, v in zip(rows, view, strict=True)
+        ):
+            return
+        replayed = [f"{r.input}@{r.seq}" for r in rows]
+        shown = [f"{v.input}@{v.admitted_seq}" for v in view]
+        self.env.fail(
+            REPLAY,
+            (ctx.index,) + tuple(r.step for r in rows if r.input not in {v.input for v in view}),
+            f"at step {ctx.index} the pending inbox of {sh.id} shows {words.ids(shown)} but "
+            f"replaying its durable log gives {words.ids(replayed)}{_first_diff(rows, view)}",
+        )
+
+    def _transcript(self, ctx: StepCtx, sh: SessionShadow) -> None:
+        msgs = list(sh.visible.values())
+        view = sh.view_transcript
+        admission_time = self.policy.visible_time == "admission"
+        ok = len(msgs) == len(view)
+        if ok:
+            for m, v in zip(msgs, view, strict=True):
+                if m.id != v.id or m.seq != v.seq or m.type != v.type:
+                    ok = False
+                    break
+                want = _visible_time(m, admission_time)
+                if want is not None and v.time != want:
+                    ok = False
+                    break
+        if ok:
+            return
+        replayed = [f"{m.id}@{m.seq}" for m in msgs]
+        shown = [f"{v.id}@{v.seq}" for v in view]
+        detail = ""
+        stamp = "admission" if admission_time else "promotion"
+        for m, v in zip(msgs, view, strict=False):
+            want = _visible_time(m, admission_time)
+            if m.id == v.id and m.seq == v.seq and want is not None and v.time != want:
+                detail = f"; {m.id} shows time {v.time} but its {stamp} was at {want}"
+                break
+        self.env.fail(
+            REPLAY,
+            (ctx.index,),
+            f"at step {ctx.index} the transcript of {sh.id} shows {words.ids(shown)} but replaying "
+            f"its durable log gives {words.ids(replayed)}{detail}",
+        )
+
+
+def _visible_time(m: Msg, admission_time: bool) -> int | None:
+    """The time a promoted message must show under the policy's
+    ``visible_time``; ``None`` for a fork's copy (its time is the original's)."""
+    if m.row is None:
+        return None
+    return m.row.time if admission_time else m.time
+
+
+def _first_diff(rows: list[Row], view: tuple[object, ...]) -> str:
+    shown = {getattr(v, "input", None): v for v in view}
+    for r in rows:
+        v = shown.get(r.input)
+        if v is None:
+            return f"; {words.row(r)} is missing"
+        wrong = [
+            f"{name} {getattr(v, attr)!r} instead of {want!r}"
+            for name, attr, want in (
+                ("type", "type", r.type),
+                ("delivery", "delivery", r.delivery),
+                ("admitted_seq", "admitted_seq", r.seq),
+                ("time", "time", r.time),
+            )
+            if getattr(v, attr) != want
+        ]
+        if wrong:
+            return f"; {words.row(r)} shows {', '.join(wrong)}"
+    return ""
+
+
+class DurabilityChecker(Checker):
+    """Every input whose admission was acknowledged, and every input whose
+    admission event exists, is at every observation exactly once pending or
+    visible in its session, unless a committed revert discarded it (or, for
+    a barrier, its compaction ended or failed). Crashes change nothing."""
+
+    ids = (DURABLE,)
+
+    def end(self, ctx: StepCtx) -> None:
+        env = self.env
+        op = ctx.op
+        if ctx.ok and isinstance(op, (Prompt, Synthetic, Compact)):
+            env.hit(DURABLE)
+            x = ctx.result.get("input") or ""
+            life = self.t.lives.get(x)
+            if life is None or life.row.session != ctx.session:
+                env.fail(
+                    DURABLE,
+                    (ctx.index,),
+                    f"{op.OP} at step {ctx.index} acknowledged input {x} in session {ctx.session}, "
+                    "but no admission event for it exists in that session's durable log",
+                )
+        for sid in _sessions(ctx):
+            sh = self.t.sessions.get(sid)
+            if sh is not None and (
+                sh.pending or sh.visible or sh.view_pending or sh.view_transcript
+            ):
+                self._session(ctx, sh)
+
+    def _session(self, ctx: StepCtx, sh: SessionShadow) -> None:
+        env = self.env
+        env.hit(DURABLE)
+        count: dict[str, int] = {}
+        for v in sh.view_pending:
+            count[v.input] = count.get(v.input, 0) + 1
+        for m in sh.view_transcript:
+            count[m.id] = count.get(m.id, 0) + 1
+        crash = f" (last crash at step {self.t.last_crash})" if self.t.last_crash >= 0 else ""
+        for x, n in count.items():
+            if n > 1:
+                env.fail(
+                    DURABLE,
+                    (ctx.index,),
+                    f"input {x} appears {n} times in the pending inbox and transcript of {sh.id} "
+                    f"at step {ctx.index}{crash}: an input is never duplicated",
+                )
+        for r in sh.pending.values():
+            if r.input not in count:
+                life = self.t.lives.get(r.input)
+                acked = (
+                    f" and acknowledged at step {life.acked_step}"
+                    if life and life.acked_step is not None
+                    else ""
+                )
+                env.fail(
+                    DURABLE,
+                    (r.step, ctx.index, self.t.last_crash),
+                    f"{words.row(r)}, admitted at step {r.step}{acked}, is gone from session "
+                    f"{sh.id} at step "
+                    f"{ctx.index}{crash}: it is neither pending nor visible, and no committed "
+                    "revert discarded it",
+                )
+        for msg in sh.visible.values():
+            if msg.row is not None and msg.id not in count:
+                env.fail(
+                    DURABLE,
+                    (msg.row.step, msg.step, ctx.index, self.t.last_crash),
+                    f"{words.row(msg.row)}, promoted at step {msg.step}, is gone from the "
+                    f"transcript of {sh.id} at step {ctx.index}{crash}, and no committed revert "
+                    "discarded it",
+                )

@@ -1,0 +1,218 @@
+"""The online monitor and the offline check of a whole trace.
+
+For each step the monitor runs, in this order: the tracker's ``begin``; the
+checkers' ``begin`` hooks for that request type; for each event, the
+checkers' ``event`` hooks for that event type, then the tracker folds the
+event; the tracker applies the step's views and open calls; the checkers'
+``end`` hooks; the tracker settles its volatile drain facts. Dispatch
+tables are built per request and event type, so a step costs only the
+hooks that care about it.
+
+``check_trace`` is the same monitor fed a stored trace from start to end:
+a checker's verdict never depends on when it is asked, only on the steps.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..model.policy import Policy
+from ..model.values import Event
+from ..sim.trace import Step, Trace
+from .admission import (
+    BeforeWakeChecker,
+    FreshIdChecker,
+    OmittedIdChecker,
+    ProjectionChecker,
+    ReceiptChecker,
+)
+from .barrier import BarrierEventChecker, CoalesceChecker
+from .base import Checker, Env, Violation
+from .delivery import AllowanceChecker, BoundaryContentChecker
+from .durability import DurabilityChecker, ReplayChecker
+from .execution import (
+    FollowUpChecker,
+    InterruptChecker,
+    LifecycleChecker,
+    SingleExecutionChecker,
+    WakeChecker,
+)
+from .history import ForkChecker, RevertChecker
+from .liveness import LivenessChecker
+from .promotion import AtomicChecker, BoundaryChecker, PromotionEventChecker
+from .registry import REGISTRY, expected
+from .retry import ErrorChecker, ReuseChecker
+from .sequence import SequenceChecker
+from .tracker import SessionShadow, StepCtx, Tracker
+from .transcript import ContextChecker, NotHistoryChecker, TranscriptViewChecker
+
+CHECKERS: tuple[type[Checker], ...] = (
+    SequenceChecker,
+    FreshIdChecker,
+    ProjectionChecker,
+    ReceiptChecker,
+    OmittedIdChecker,
+    BeforeWakeChecker,
+    ReuseChecker,
+    ErrorChecker,
+    PromotionEventChecker,
+    AtomicChecker,
+    BoundaryChecker,
+    BoundaryContentChecker,
+    AllowanceChecker,
+    BarrierEventChecker,
+    CoalesceChecker,
+    NotHistoryChecker,
+    TranscriptViewChecker,
+    ContextChecker,
+    ReplayChecker,
+    DurabilityChecker,
+    WakeChecker,
+    SingleExecutionChecker,
+    LifecycleChecker,
+    FollowUpChecker,
+    InterruptChecker,
+    ForkChecker,
+    RevertChecker,
+    LivenessChecker,
+)
+
+Hook = Callable[[StepCtx], None]
+EventHook = Callable[[StepCtx, Event, SessionShadow], None]
+
+
+_OVERRIDES: dict[tuple[type, str], bool] = {}
+
+
+def _overrides(checker: Checker, name: str) -> bool:
+    """Does the checker's class define this hook (else it is never called)?"""
+    key = (type(checker), name)
+    found = _OVERRIDES.get(key)
+    if found is None:
+        found = _OVERRIDES[key] = getattr(type(checker), name) is not getattr(Checker, name)
+    return found
+
+
+class Monitor:
+    """Judges a run step by step; see the module docstring.
+
+    By default every invariant is judged, so that a run shows where a policy
+    departs from the seed's decided design (a sweep of ``g2`` must fail on
+    visible timestamps); ``only_expected=True`` judges only the invariants
+    the policy is expected to keep. ``invariants`` narrows the run to the
+    given ids.
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        hello: dict[str, Any],
+        only_expected: bool = False,
+        invariants: Iterable[str] | None = None,
+    ) -> None:
+        enabled = expected(policy) if only_expected else frozenset(REGISTRY)
+        if invariants is not None:
+            wanted = frozenset(invariants)
+            unknown = wanted - frozenset(REGISTRY)
+            if unknown:
+                raise ValueError(f"unknown invariant(s): {', '.join(sorted(unknown))}")
+            enabled &= wanted
+        self.policy = policy
+        self.enabled = enabled
+        self.tracker = Tracker(policy, dict(hello))
+        self._env = Env(policy, self.tracker, enabled)
+        self.exercised: set[str] = self._env.exercised
+        """Ids of the invariants that reached a step where they could have failed."""
+        self.checkers = [cls(self._env) for cls in CHECKERS if enabled.intersection(cls.ids)]
+        self._begin: dict[type | None, list[Hook]] = {}
+        self._end: dict[type | None, list[Hook]] = {}
+        self._events: dict[str, list[EventHook]] = {}
+        self._finished: list[Violation] | None = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Monitor:
+        """A copy that judges on independently (the explorer keeps one per
+        search node). The dispatch tables are caches of bound methods: the
+        copy rebuilds its own rather than copying them."""
+        clone = Monitor.__new__(Monitor)
+        memo[id(self)] = clone
+        for name, value in self.__dict__.items():
+            if name in ("_begin", "_end", "_events"):
+                setattr(clone, name, {})
+            else:
+                setattr(clone, name, copy.deepcopy(value, memo))
+        return clone
+
+    def _hooks(
+        self, table: dict[type | None, list[Hook]], name: str, op_type: type | None
+    ) -> list[Hook]:
+        hooks = table.get(op_type)
+        if hooks is None:
+            hooks = table[op_type] = [
+                getattr(c, name)
+                for c in self.checkers
+                if _overrides(c, name)
+                and (c.ops is None or (op_type is not None and op_type in c.ops))
+            ]
+        return hooks
+
+    def _event_hooks(self, kind: str) -> list[EventHook]:
+        hooks = self._events.get(kind)
+        if hooks is None:
+            hooks = self._events[kind] = [
+                c.event
+                for c in self.checkers
+                if _overrides(c, "event") and (c.events is None or kind in c.events)
+            ]
+        return hooks
+
+    def feed(self, step: Step) -> list[Violation]:
+        """Judge one step; returns the violations it revealed."""
+        if self._finished is not None:
+            raise RuntimeError("the monitor has finished; start a new one")
+        tracker = self.tracker
+        op_type = type(step.request) if step.request is not None else None
+        ctx = tracker.begin(step)
+        for hook in self._hooks(self._begin, "begin", op_type):
+            hook(ctx)
+        sessions = tracker.sessions
+        for ev in step.observed.events:
+            sh = sessions.get(ev.session) or tracker.session(ev.session, ctx.index)
+            for event_hook in self._event_hooks(ev.type):
+                event_hook(ctx, ev, sh)
+            tracker.apply(ctx, ev)
+        tracker.observe(ctx)
+        for hook in self._hooks(self._end, "end", op_type):
+            hook(ctx)
+        tracker.settle(ctx)
+        found = self._env.found
+        self._env.found = []
+        return found
+
+    def finish(self, liveness: bool) -> list[Violation]:
+        """End the run. ``liveness``: the run ended with a liveness phase that
+        settled or hit its bound, so liveness invariants are judged now."""
+        if self._finished is None:
+            for c in self.checkers:
+                c.finish(liveness)
+            self._finished = self._env.found
+            self._env.found = []
+        return list(self._finished)
+
+
+def check_trace(
+    trace: Trace,
+    policy: Policy,
+    liveness: bool,
+    only_expected: bool = False,
+    invariants: Iterable[str] | None = None,
+) -> list[Violation]:
+    """Judge a whole stored trace; the same verdicts as feeding a
+    :class:`Monitor` step by step."""
+    monitor = Monitor(policy, trace.header.hello, only_expected, invariants)
+    found: list[Violation] = []
+    for step in trace.steps:
+        found.extend(monitor.feed(step))
+    found.extend(monitor.finish(liveness))
+    return found

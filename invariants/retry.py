@@ -1,0 +1,211 @@
+"""Reuse of an input ID: exact retries, conflicts, the one ID namespace, and
+errors that change nothing (spec 4.21, 4.31, 4.38; the seed; the adapter
+protocol's "Rules the protocol pins down" and "Errors")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.ops import Compact, Fork, Prompt, Synthetic
+from ..model.values import canonical_json
+from . import words
+from .base import Checker
+from .tracker import CONFLICT, Life, Owner, StepCtx, request_kind
+
+SILENT = "retry-silent"
+SAME = "retry-same-receipt"
+REJECTED = "conflict-rejected"
+NAMESPACE = "id-namespace"
+ERR_NOTHING = "error-changes-nothing"
+
+
+def _code(ctx: StepCtx) -> str:
+    reply = ctx.reply
+    code = getattr(reply, "code", None)
+    if code is not None:
+        return f"failed with {code}"
+    if ctx.crashed:
+        return "crashed"
+    return "succeeded"
+
+
+class ReuseChecker(Checker):
+    """Judges every request that names an input ID already in use."""
+
+    ids = (SILENT, SAME, REJECTED, NAMESPACE)
+    ops = (Prompt, Synthetic, Compact, Fork)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.owner: Owner | None = None
+        self.life: Life | None = None
+        self.state = ""
+        self.judged = False
+
+    def begin(self, ctx: StepCtx) -> None:
+        op = ctx.op
+        self.owner = self.life = None
+        self.judged = False
+        if isinstance(op, Fork):
+            return
+        sid = ctx.session
+        if sid not in self.t.sessions:
+            return  # session_not_found comes first
+        if isinstance(op, Synthetic) and "synthetic" not in self.t.features:
+            return  # no synthetic route: never sent by a harness
+        x = op.input  # type: ignore[union-attr]
+        if x is None:
+            return
+        self.judged = True
+        self.owner = self.t.owner_for(x, op)  # type: ignore[arg-type]
+        if self.owner is not None and not self.owner.copied:
+            self.life = self.t.lives.get(x)
+            self.state = self.life.state if self.life else ""
+
+    def end(self, ctx: StepCtx) -> None:
+        op = ctx.op
+        if isinstance(op, Fork):
+            self._copies(ctx)
+            return
+        self._same_receipt(ctx)
+        o = self.owner
+        if not self.judged or o is None:
+            return
+        kind = request_kind(op)
+        x = getattr(op, "input", None)
+        if kind is None or op is None or not isinstance(x, str):
+            return
+        env = self.env
+        code = CONFLICT[kind]
+        if o.session != ctx.session or o.type != kind:
+            env.hit(NAMESPACE)
+            if getattr(ctx.reply, "code", None) != code:
+                held = "a fork's copied message" if o.copied else f"{words.kind_word(o.type)} input"
+                steps = (ctx.index,) + ((self.t.lives[x].row.step,) if x in self.t.lives else ())
+                env.fail(
+                    NAMESPACE,
+                    steps,
+                    f"{op.OP} {x} into session {ctx.session} at step {ctx.index} {_code(ctx)}, but "
+                    f"{x} is {held} of session {o.session}: reuse in another session or as another "
+                    f"kind must fail with {code}",
+                )
+            return
+        life = self.life
+        env.hit(SILENT)
+        if x in ctx.admitted:
+            where = f"{words.row(life.row)}, step {life.row.step}" if life else "a fork's copy"
+            env.fail(
+                SILENT,
+                (ctx.index,) + ((life.row.step,) if life else ()),
+                f"{op.OP} {x} at step {ctx.index} admitted it again although it is still "
+                f"{self.state or 'visible'} ({where}): a retry must append no admission",
+            )
+        new_payload = self.t.payload(op)
+        new_delivery = self.t.delivery(op)
+        exact = life is not None and life.payload == new_payload and life.delivery == new_delivery
+        if exact and ctx.err and life is not None:
+            env.fail(
+                SILENT,
+                (ctx.index, life.row.step),
+                f"the exact retry of {words.row(life.row)} at step {ctx.index} {_code(ctx)}: the "
+                "same payload and delivery must reconcile to the original receipt",
+            )
+        # conflict-rejected states the strict rule whatever the policy; its
+        # registry entry says under which policies it is expected to hold.
+        if o.copied:
+            if self.policy.retry_after_promotion != "admission_record":
+                return  # later G4 / G5 rebuild a receipt from the copied message
+            reason = "it is a fork's copied message, which has no admission record here"
+        elif life is None or life.payload is None:
+            return  # the original payload was never observed
+        else:
+            diffs = []
+            if new_payload != life.payload:
+                diffs.append(f"payload {new_payload} differs from {life.payload}")
+            judge_delivery = (
+                self.state == "pending" or self.policy.retry_after_promotion == "admission_record"
+            )
+            if judge_delivery and new_delivery != life.delivery:
+                diffs.append(f"delivery {new_delivery} differs from {life.delivery}")
+            if not diffs:
+                return
+            reason = " and ".join(diffs)
+        env.hit(REJECTED)
+        if getattr(ctx.reply, "code", None) != code:
+            steps = (ctx.index,) + ((life.row.step,) if life else ())
+            env.fail(
+                REJECTED,
+                steps,
+                f"{op.OP} {x} at step {ctx.index} {_code(ctx)} although {reason}: a conflicting "
+                f"reuse must fail with {code} and change nothing",
+            )
+
+    def _same_receipt(self, ctx: StepCtx) -> None:
+        if not ctx.ok:
+            return
+        x = ctx.result.get("input") or ""
+        life = self.t.lives.get(x)
+        if life is None or life.receipt is None or life.row.session != ctx.session:
+            return
+        if life.row.step >= ctx.index or life.state not in ("pending", "visible"):
+            return
+        self.env.hit(SAME)
+        got, want = ctx.result, life.receipt
+        keys = sorted(set(got) | set(want))
+        diffs = [
+            f"{k} {got.get(k)!r} instead of {want.get(k)!r}"
+            for k in keys
+            if canonical_json(got.get(k)) != canonical_json(want.get(k))
+        ]
+        if diffs:
+            self.env.fail(
+                SAME,
+                (ctx.index, life.receipt_step or life.row.step),
+                f"{ctx.op.OP} at step {ctx.index} returned a receipt for {words.row(life.row)} "  # type: ignore[union-attr]
+                f"(now {life.state}) with {'; '.join(diffs)}: an exact retry returns the original "
+                f"receipt (step {life.receipt_step}), field for field",
+            )
+
+    def _copies(self, ctx: StepCtx) -> None:
+        if not ctx.ok:
+            return
+        self.env.hit(NAMESPACE)
+        for mid, held in ctx.collisions:
+            self.env.fail(
+                NAMESPACE,
+                (ctx.index,),
+                f"the fork at step {ctx.index} gave a copied message the ID {mid}, which session "
+                f"{held} already uses: generated IDs never collide",
+            )
+
+
+class ErrorChecker(Checker):
+    """Protocol "Errors" (and the observable half of spec 4.31): an error
+    response leaves durable state and open calls exactly as they were."""
+
+    ids = (ERR_NOTHING,)
+    ops = None
+
+    def end(self, ctx: StepCtx) -> None:
+        if not ctx.err:
+            return
+        env = self.env
+        env.hit(ERR_NOTHING)
+        code = getattr(ctx.reply, "code", "?")
+        what = f"{ctx.op.OP} at step {ctx.index} failed with {code}"  # type: ignore[union-attr]
+        events = ctx.step.observed.events
+        if events:
+            listed = ", ".join(f"{e.type} (seq {e.seq} of {e.session})" for e in events)
+            env.fail(
+                ERR_NOTHING, (ctx.index,), f"{what} yet appended {listed}: an error changes nothing"
+            )
+        for sid, which, old, new in ctx.view_changes:
+            if old != new:
+                env.fail(
+                    ERR_NOTHING,
+                    (ctx.index,),
+                    f"{what} yet the {which} view of session {sid} changed: an error changes "
+                    "nothing",
+                )
+        if ctx.new_calls or (ctx.calls_changed and set(ctx.calls_before) != set(self.t.open)):
+            env.fail(ERR_NOTHING, (ctx.index,), f"{what} yet the open model calls changed")

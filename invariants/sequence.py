@@ -1,0 +1,47 @@
+"""The aggregate sequence (spec 4.1) and the fork's reserved gap (spec 4.33,
+its sequence half)."""
+
+from __future__ import annotations
+
+from ..model.values import Event
+from .base import Checker
+from .tracker import SessionShadow, StepCtx
+
+SEQ = "seq-contiguous"
+
+
+class SequenceChecker(Checker):
+    ids = (SEQ,)
+    events = None  # every event
+
+    def event(self, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
+        env = self.env
+        env.hit(SEQ)
+        where = f"{ev.type} event of session {sh.id}"
+        if sh.n_events == 0:
+            if ev.seq != 0:
+                env.fail(
+                    SEQ,
+                    (ctx.index,),
+                    f"the first {where} has seq {ev.seq}; a session's log starts at seq 0",
+                )
+            return
+        if sh.n_events == 1 and sh.first_forked:
+            # The fork reserves the child's sequence up to the parent cutoff:
+            # the one legal gap, right after the forked event at seq 0.
+            if ev.seq <= sh.last_seq:
+                env.fail(
+                    SEQ,
+                    (sh.last_event_step, ctx.index),
+                    f"the {where} has seq {ev.seq}, not after the forked event at seq "
+                    f"{sh.last_seq}",
+                )
+            return
+        if ev.seq != sh.last_seq + 1:
+            what = "skips" if ev.seq > sh.last_seq + 1 else "repeats or runs backward from"
+            env.fail(
+                SEQ,
+                (sh.last_event_step, ctx.index),
+                f"the {where} has seq {ev.seq}, which {what} the previous event's seq "
+                f"{sh.last_seq}: the aggregate sequence must grow by exactly one",
+            )

@@ -1,0 +1,684 @@
+"""What the checkers know: every session rebuilt, step by step, from what the
+trace observed.
+
+Theory of operation. The tracker folds each step's durable events into a
+per-session *shadow* (pending rows, visible messages, the barrier, the
+staged revert) using only the adapter protocol's rules, and keeps the last
+observed ``pending`` and ``messages`` views and the open calls beside it.
+Checkers compare the two, and judge each step against the shadow as it was
+just before each event. All state is per session or per input ID, updated
+only for what a step touched, so checking costs time linear in the trace.
+
+It also keeps the few volatile facts of a drain that the protocol lets a
+harness see: whether the last answered step asked for a continuation (a
+``tool`` answer on a non-final step), the step index of the last call, a
+wake rung while the session was busy (the doorbell), and synthetic steers
+admitted while a step was open. These are reset whenever the session is
+seen idle (no open call once a request has quiesced), on interrupt, and on
+any crash, because none of them survives the end of an execution.
+
+Tolerance: an event's ``data`` is read only where the spec names the field
+(``type``/``delivery`` of an admission, ``reason`` of a compaction event,
+``message``/``to`` of a revert, ``messages``/``parent_seq`` of a fork) and
+each has a fallback from the request or the views, since adapters map
+their native payloads and may omit them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..model.ops import (
+    Answer,
+    Compact,
+    CrashOp,
+    Create,
+    Fork,
+    Hello,
+    Op,
+    Prompt,
+    RevertStage,
+    Synthetic,
+)
+from ..model.policy import Policy
+from ..model.values import Call, Crashed, Err, Event, Ok, canonical_json
+from ..sim.trace import MessageView, PendingView, Step
+
+EXEC_TYPES = frozenset({"execution_started", "promoted", "step_started", "compaction_started"})
+TERMINALS = frozenset({"execution_succeeded", "execution_failed", "execution_interrupted"})
+CONFLICT = {
+    "user": "prompt_conflict",
+    "synthetic": "synthetic_conflict",
+    "compaction": "compaction_conflict",
+}
+
+
+@dataclass(slots=True)
+class Row:
+    """A pending row of the shadow: one admission."""
+
+    input: str
+    session: str
+    type: str  # user | synthetic | compaction
+    delivery: str | None
+    seq: int  # the admitting event's seq (admitted_seq)
+    time: int  # the admitting event's time
+    step: int  # the trace step of the admission
+
+
+@dataclass(slots=True)
+class Msg:
+    """A visible message of the shadow: a promoted input or a fork's copy."""
+
+    id: str
+    type: str
+    seq: int
+    time: int | None
+    step: int
+    row: Row | None  # the admission it came from; None for a fork's copy
+    copied_from: str | None = None
+
+
+@dataclass(slots=True)
+class Life:
+    """One lifecycle of an input ID: from its admission until a committed
+    revert discards it or (a barrier) its compaction ends or fails."""
+
+    row: Row
+    state: str = "pending"  # pending | visible | reverted | consumed
+    promotions: int = 0
+    promoted_step: int | None = None
+    ended_step: int | None = None
+    receipt: dict[str, Any] | None = None
+    receipt_step: int | None = None
+    payload: str | None = None  # the canonical payload the admitting request sent
+    delivery: str | None = None  # the delivery it asked for, after the policy's rule
+    acked_step: int | None = None
+
+
+@dataclass(slots=True)
+class Owner:
+    """Who holds a live ID (pending or visible): its session and kind."""
+
+    session: str
+    type: str
+    copied: bool = False
+
+
+class SessionShadow:
+    """One session as the checkers know it."""
+
+    __slots__ = (
+        "id",
+        "n_events",
+        "last_seq",
+        "last_event_step",
+        "first_forked",
+        "fork_floor",
+        "pending",
+        "barrier",
+        "visible",
+        "staged",
+        "staged_step",
+        "view_pending",
+        "view_transcript",
+        "exec_open",
+        "exec_step",
+        "cont",
+        "last_step",
+        "doorbell",
+        "bg",
+        "created_step",
+    )
+
+    def __init__(self, sid: str, step: int) -> None:
+        self.id = sid
+        self.created_step = step
+        self.n_events = 0
+        self.last_seq = -1
+        self.last_event_step = -1
+        self.first_forked = False
+        self.fork_floor: int | None = None  # the child's next seq must exceed this
+        self.pending: dict[str, Row] = {}  # admission order
+        self.barrier: Row | None = None
+        self.visible: dict[str, Msg] = {}  # transcript order
+        self.staged: str | None = None
+        self.staged_step = -1
+        self.view_pending: tuple[PendingView, ...] = ()
+        self.view_transcript: tuple[MessageView, ...] = ()
+        self.exec_open = False
+        self.exec_step = -1
+        # volatile drain facts (see the module docstring)
+        self.cont: tuple[int, Call] | None = None
+        self.last_step: int | None = None
+        self.doorbell: int | None = None
+        self.bg: dict[str, tuple[Row, int]] = {}  # background steers: row and the step admitting it
+
+
+class StepCtx:
+    """Facts about one step, gathered while the tracker applies it."""
+
+    __slots__ = (
+        "index",
+        "step",
+        "op",
+        "reply",
+        "ok",
+        "err",
+        "crashed",
+        "crash_point",
+        "session",
+        "answered",
+        "finish",
+        "calls_before",
+        "calls_changed",
+        "new_calls",
+        "by_session",
+        "promoted",
+        "p0",
+        "admitted",
+        "view_changes",
+        "at_wake",
+        "exec_started",
+        "fork_from_view",
+        "result",
+        "collisions",
+    )
+
+    def __init__(self, step: Step, calls_before: dict[str, Call]) -> None:
+        self.index = step.index
+        self.step = step
+        self.op: Op | None = step.request
+        reply = step.reply
+        self.reply = reply
+        self.ok = isinstance(reply, Ok)
+        self.err = isinstance(reply, Err)
+        # A kill between requests, a failpoint, or the ``crash`` operation
+        # (feature crash_op): volatile state is gone in each case.
+        self.crashed = (
+            step.kind == "crash"
+            or isinstance(reply, Crashed)
+            or (isinstance(self.op, CrashOp) and isinstance(reply, Ok))
+        )
+        self.crash_point: str | None = reply.point if isinstance(reply, Crashed) else None
+        self.result: dict[str, Any] = reply.result if isinstance(reply, Ok) else {}
+        self.session: str | None = getattr(self.op, "session", None) or None
+        self.answered: Call | None = None
+        self.finish: str | None = None
+        self.calls_before = calls_before  # session -> open call, at the start
+        self.calls_changed = False
+        self.new_calls: list[Call] = []
+        self.by_session: dict[str, list[Event]] = {}
+        self.promoted: dict[str, list[tuple[Event, Row | None]]] = {}
+        self.p0: dict[str, list[Row]] = {}  # pending rows when the boundary read the inbox
+        self.admitted: dict[str, tuple[Event, Row]] = {}  # fresh admissions of this step
+        self.view_changes: list[tuple[str, str, tuple[Any, ...], tuple[Any, ...]]] = []
+        self.at_wake: dict[str, int] = {}  # pending count when the request's work began
+        self.exec_started: dict[str, int] = {}
+        self.fork_from_view: set[str] = set()
+        self.collisions: list[tuple[str, str]] = []  # (copy id, the session already holding it)
+
+    def new_step_call(self, session: str) -> Call | None:
+        for c in self.new_calls:
+            if c.session == session and c.kind == "step":
+                return c
+        return None
+
+
+def parse(data: str | dict[str, Any] | None) -> dict[str, Any]:
+    """An event's data as a dict, whatever form the target gave it."""
+    if not data:
+        return {}
+    if isinstance(data, dict):
+        return data
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def request_kind(op: Op | None) -> str | None:
+    if isinstance(op, Prompt):
+        return "user"
+    if isinstance(op, Synthetic):
+        return "synthetic"
+    if isinstance(op, Compact):
+        return "compaction"
+    return None
+
+
+class Tracker:
+    """The shared, incrementally maintained knowledge of the run."""
+
+    def __init__(self, policy: Policy, hello: dict[str, Any]) -> None:
+        self.policy = policy
+        self.step_limit: int | None = hello.get("step_limit")
+        self.features: set[str] = set(hello.get("features", ()))
+        self.sessions: dict[str, SessionShadow] = {}
+        self.owners: dict[str, Owner] = {}
+        self.lives: dict[str, Life] = {}
+        self.open: dict[str, Call] = {}  # session -> its open call
+        self.calls_by_id: dict[str, Call] = {}
+        self.open_count: dict[str, int] = {}
+        self.emits_exec = False
+        self.emits_steps = False
+        self.last_crash = -1
+        self.last_index = -1
+
+    # --- requests, as the protocol defines them -------------------------
+
+    def payload(self, op: Op) -> str:
+        if isinstance(op, (Prompt, Synthetic)):
+            return canonical_json(op.payload())
+        return "{}"
+
+    def delivery(self, op: Op) -> str | None:
+        """The delivery a request asks for, after the policy's rule for
+        synthetic input (candidate B has no synthetic delivery)."""
+        if isinstance(op, Compact):
+            return None
+        d = getattr(op, "delivery", None) or "steer"
+        if isinstance(op, Synthetic) and self.policy.synthetic_delivery == "always_steer":
+            return "steer"
+        return d
+
+    def owner_for(self, x: str, op: Op) -> Owner | None:
+        """The live owner of ``x`` as the request is judged. A prompt that
+        arrives under a staged revert is judged as if the revert were
+        committed just before it (protocol), so an ID the revert would
+        discard is free."""
+        o = self.owners.get(x)
+        if o is None or not isinstance(op, Prompt) or o.session != op.session:
+            return o
+        sh = self.sessions.get(op.session)
+        if sh is None or sh.staged is None:
+            return o
+        boundary = sh.visible.get(sh.staged)
+        if boundary is None:
+            return o
+        m = sh.visible.get(x)
+        if m is not None and m.seq >= boundary.seq:
+            return None
+        r = sh.pending.get(x)
+        if r is not None and r.type != "compaction" and r.seq >= boundary.seq:
+            return None
+        return o
+
+    def wakes(self, ctx: StepCtx, staged_at_start: str | None) -> bool:
+        """Does this (successful) admitting request wake its session?"""
+        op = ctx.op
+        if isinstance(op, Prompt):
+            return op.resume is not False
+        if isinstance(op, Synthetic):
+            return op.resume is not False and staged_at_start is None
+        return isinstance(op, Compact)
+
+    def continuation(self, ctx: StepCtx, session: str) -> tuple[int, Call] | None:
+        """The tool answer the session's next boundary continues, if any."""
+        a = ctx.answered
+        if a is not None and a.session == session and a.kind == "step":
+            return (ctx.index, a) if ctx.finish == "tool" and not a.final else None
+        sh = self.sessions.get(session)
+        return sh.cont if sh is not None else None
+
+    def session(self, sid: str, step: int) -> SessionShadow:
+        sh = self.sessions.get(sid)
+        if sh is None:
+            sh = self.sessions[sid] = SessionShadow(sid, step)
+        return sh
+
+    def promotable(self, rows: list[Row] | Any) -> list[Row]:
+        """User and synthetic rows a boundary may promote: not held back by
+        a barrier under the policy's ``barrier_blocks`` rule."""
+        barrier = None
+        for r in rows:
+            if r.type == "compaction":
+                barrier = r
+                break
+        if barrier is None:
+            return [r for r in rows if r.type != "compaction"]
+        if self.policy.barrier_blocks == "all":
+            return []
+        return [r for r in rows if r.type != "compaction" and r.seq < barrier.seq]
+
+    # --- the step ------------------------------------------------------------
+
+    def begin(self, step: Step) -> StepCtx:
+        ctx = StepCtx(step, self.open)
+        op = ctx.op
+        if isinstance(op, Answer) and not ctx.err:
+            ctx.answered = self.calls_by_id.get(op.call)
+            ctx.finish = op.finish
+        return ctx
+
+    def apply(self, ctx: StepCtx, ev: Event) -> None:
+        """Fold one durable event into its session's shadow."""
+        sid = ev.session
+        sh = self.sessions.get(sid) or self.session(sid, ctx.index)
+        bucket = ctx.by_session.get(sid)
+        if bucket is None:
+            bucket = ctx.by_session[sid] = []
+        bucket.append(ev)
+        kind = ev.type
+        if kind in EXEC_TYPES:
+            if sid not in ctx.at_wake:
+                ctx.at_wake[sid] = len(sh.pending)
+            if kind in ("promoted", "step_started") and sid not in ctx.p0:
+                ctx.p0[sid] = list(sh.pending.values())
+        handler = _APPLY.get(kind)
+        if handler is not None:
+            handler(self, ctx, ev, sh)
+        sh.n_events += 1
+        sh.last_seq = ev.seq
+        sh.last_event_step = ctx.index
+
+    def observe(self, ctx: StepCtx) -> None:
+        """Apply the step's views and open calls (after its events)."""
+        step = ctx.step
+        op = ctx.op
+        i = ctx.index
+        if ctx.ok:
+            if isinstance(op, (Create, Fork)):
+                self.session(op.child if isinstance(op, Fork) else op.session, i)
+            elif isinstance(op, Hello):
+                self.step_limit = ctx.result.get("step_limit", self.step_limit)
+                self.features = set(ctx.result.get("features", self.features))
+        observed = step.observed
+        for sid, rows in observed.pending:
+            sh = self.session(sid, i)
+            ctx.view_changes.append((sid, "pending", sh.view_pending, rows))
+            sh.view_pending = rows
+        for sid, msgs in observed.transcript:
+            sh = self.session(sid, i)
+            ctx.view_changes.append((sid, "transcript", sh.view_transcript, msgs))
+            sh.view_transcript = msgs
+            if sid in ctx.fork_from_view:
+                self._copies_from_view(ctx, sh, msgs)
+        if observed.calls is not None or ctx.crashed:
+            calls = observed.calls if observed.calls is not None else ()
+            before = self.calls_by_id
+            by_id = {c.call: c for c in calls}
+            opened: dict[str, Call] = {}
+            count: dict[str, int] = {}
+            for c in calls:
+                opened[c.session] = c
+                count[c.session] = count.get(c.session, 0) + 1
+                if c.call not in before:
+                    ctx.new_calls.append(c)
+            self.calls_by_id, self.open, self.open_count = by_id, opened, count
+            ctx.calls_changed = True
+        if ctx.crashed:
+            self.last_crash = i
+            for sh in self.sessions.values():
+                sh.exec_open = False
+        named = self.sessions.get(ctx.session) if ctx.session is not None else None
+        if named is not None and named.id not in ctx.at_wake:
+            ctx.at_wake[named.id] = len(named.pending)
+        for c in ctx.new_calls:
+            if c.kind == "step" and c.session not in ctx.p0:
+                calling = self.sessions.get(c.session)
+                ctx.p0[c.session] = list(calling.pending.values()) if calling else []
+        self.last_index = i
+
+    def settle(self, ctx: StepCtx) -> None:
+        """Update the volatile drain facts once every checker saw the step."""
+        op = ctx.op
+        i = ctx.index
+        if ctx.crashed:
+            for sh in self.sessions.values():
+                _reset_drain(sh)
+            return
+        if ctx.ok and isinstance(op, (Prompt, Synthetic, Compact)):
+            # The first receipt seen for a lifecycle is its original receipt.
+            life = self.lives.get(ctx.result.get("input") or "")
+            if life is not None and life.row.session == ctx.session:
+                if life.receipt is None:
+                    life.receipt = dict(ctx.result)
+                    life.receipt_step = i
+                if life.acked_step is None:
+                    life.acked_step = i
+        a = ctx.answered
+        answered = self.sessions.get(a.session) if a is not None else None
+        if a is not None and answered is not None and a.kind == "step":
+            answered.cont = self.continuation(ctx, a.session)
+            if ctx.finish == "error":
+                _reset_drain(answered)
+        for c in ctx.new_calls:
+            opened = self.sessions.get(c.session)
+            if opened is not None and c.kind == "step":
+                opened.last_step = c.step
+                opened.cont = None
+                opened.bg.clear()
+        sid = ctx.session
+        if ctx.ok and sid is not None and sid in ctx.calls_before and sid in self.sessions:
+            sh = self.sessions[sid]
+            if isinstance(op, (Prompt, Synthetic, Compact)):
+                staged = sh.staged if isinstance(op, Synthetic) else None
+                if self.wakes(ctx, staged) and sh.doorbell is None:
+                    sh.doorbell = i
+                if isinstance(op, Synthetic) and ctx.calls_before[sid].kind == "step":
+                    for x, (_, row) in ctx.admitted.items():
+                        if row.session == sid and row.delivery == "steer":
+                            sh.bg[x] = (row, i)
+        if ctx.ok and op is not None and op.OP == "interrupt" and sid in self.sessions:
+            _reset_drain(self.sessions[sid])
+        # A session with no open call once the request quiesced is idle: its
+        # execution is over, and so is everything volatile about it.
+        for s in set(ctx.calls_before) | set(ctx.by_session):
+            if s not in self.open and s in self.sessions:
+                _reset_drain(self.sessions[s])
+
+    # --- helpers for the appliers ------------------------------------------
+
+    def _copies_from_view(
+        self, ctx: StepCtx, sh: SessionShadow, msgs: tuple[MessageView, ...]
+    ) -> None:
+        for m in msgs:
+            if m.copied_from is not None and m.id not in sh.visible:
+                sh.visible[m.id] = Msg(m.id, m.type, m.seq, m.time, ctx.index, None, m.copied_from)
+                self._own_copy(ctx, sh.id, m.id, m.type)
+                if sh.fork_floor is None or m.seq > sh.fork_floor:
+                    sh.fork_floor = m.seq
+
+    def _own_copy(self, ctx: StepCtx, session: str, mid: str, kind: str) -> None:
+        held = self.owners.get(mid)
+        if held is not None:
+            ctx.collisions.append((mid, held.session))
+        self.owners[mid] = Owner(session, kind, True)
+
+    def _end_life(self, x: str, session: str, state: str, step: int) -> None:
+        o = self.owners.get(x)
+        if o is not None and o.session == session:
+            del self.owners[x]
+        life = self.lives.get(x)
+        if (
+            life is not None
+            and life.row.session == session
+            and life.state in ("pending", "visible")
+        ):
+            life.state = state
+            life.ended_step = step
+
+
+def _reset_drain(sh: SessionShadow) -> None:
+    sh.cont = None
+    sh.last_step = None
+    sh.doorbell = None
+    if sh.bg:
+        sh.bg.clear()
+
+
+# --- appliers: one per event type the protocol gives meaning to ------------
+
+
+def _admitted(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
+    x = ev.input or ""
+    data = parse(ev.data)
+    op = ctx.op
+    # Is this the admission the step's own request asked for? Then the
+    # request fills in what an adapter's event payload may leave out.
+    mine: Prompt | Synthetic | None = None
+    if isinstance(op, (Prompt, Synthetic)) and op.session == sh.id and op.input in (None, x):
+        mine = op
+    kind = data.get("type") or (request_kind(mine) if mine else None) or "user"
+    delivery = data["delivery"] if "delivery" in data else (t.delivery(mine) if mine else None)
+    row = Row(x, sh.id, kind, delivery, ev.seq, ev.time, ctx.index)
+    sh.pending[x] = row
+    t.owners[x] = Owner(sh.id, kind)
+    life = Life(row)
+    if mine is not None:
+        life.payload = t.payload(mine)
+        life.delivery = t.delivery(mine)
+    t.lives[x] = life
+    ctx.admitted[x] = (ev, row)
+
+
+def _compaction_admitted(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
+    x = ev.input or ""
+    row = Row(x, sh.id, "compaction", None, ev.seq, ev.time, ctx.index)
+    sh.pending[x] = row
+    if sh.barrier is None:
+        sh.barrier = row
+    t.owners[x] = Owner(sh.id, "compaction")
+    t.lives[x] = Life(row, payload="{}")
+    ctx.admitted[x] = (ev, row)
+
+
+def _promoted(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
+    x = ev.input or ""
+    row = sh.pending.get(x)
+    if row is not None and row.type == "compaction":
+        row = None  # a barrier never becomes a message
+    elif row is not None:
+        del sh.pending[x]
+    life = t.lives.get(x)
+    if x not in sh.visible:
+        kind = row.type if row else (life.row.type if life else "user")
+        sh.visible[x] = Msg(x, kind, ev.seq, ev.time, ctx.index, row)
+    if life is not None and life.row.session == sh.id and life.state in ("pending", "visible"):
+        life.promotions += 1
+        if row is not None:
+            life.state = "visible"
+            life.promoted_step = ctx.index
+    batch = ctx.promoted.get(sh.id)
+    if batch is None:
+        batch = ctx.promoted[sh.id] = []
+    batch.append((ev, row))
+
+
+def _compaction_settled(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
+    if parse(ev.data).get("reason") == "auto":
+        return  # an automatic compaction never settles the manual barrier
+    b = sh.barrier
+    if b is None or (ev.input is not None and ev.input != b.input):
+        return
+    del sh.pending[b.input]
+    sh.barrier = next((r for r in sh.pending.values() if r.type == "compaction"), None)
+    t._end_life(b.input, sh.id, "consumed", ctx.index)
+
+
+def _revert_staged(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
+    op = ctx.op
+    message = parse(ev.data).get("message")
+    if message is None and isinstance(op, RevertStage):
+        message = op.message
+    sh.staged = message
+    sh.staged_step = ctx.index
+
+
+def _revert_cleared(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
+    sh.staged = None
+
+
+def _revert_committed(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
+    to = parse(ev.data).get("to") or sh.staged
+    sh.staged = None
+    boundary = sh.visible.get(to or "")
+    if boundary is None:
+        return
+    cut = boundary.seq
+    kept: dict[str, Msg] = {}
+    for k, m in sh.visible.items():
+        if m.seq < cut:
+            kept[k] = m
+        else:
+            t._end_life(k, sh.id, "reverted", ctx.index)
+    sh.visible = kept
+    for k, r in list(sh.pending.items()):
+        if r.type != "compaction" and r.seq >= cut:
+            del sh.pending[k]
+            t._end_life(k, sh.id, "reverted", ctx.index)
+
+
+def _forked(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
+    data = parse(ev.data)
+    if sh.n_events == 0 and ev.seq == 0:
+        sh.first_forked = True
+    floor = data.get("parent_seq", data.get("parentSeq"))
+    sh.fork_floor = floor if isinstance(floor, int) else None
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        ctx.fork_from_view.add(sh.id)
+        return
+    for m in messages:
+        mid = m.get("id")
+        seq = m.get("seq", -1)
+        sh.visible[mid] = Msg(
+            mid, m.get("type", "user"), seq, m.get("time"), ctx.index, None, m.get("copied_from")
+        )
+        t._own_copy(ctx, sh.id, mid, m.get("type", "user"))
+        if sh.fork_floor is None or seq > sh.fork_floor:
+            sh.fork_floor = seq
+
+
+def _execution_started(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
+    t.emits_exec = True
+    sh.exec_open = True
+    sh.exec_step = ctx.index
+    ctx.exec_started[sh.id] = ctx.exec_started.get(sh.id, 0) + 1
+
+
+def _execution_ended(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
+    t.emits_exec = True
+    sh.exec_open = False
+
+
+def _step_started(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
+    t.emits_steps = True
+
+
+_APPLY = {
+    "admitted": _admitted,
+    "compaction_admitted": _compaction_admitted,
+    "promoted": _promoted,
+    "compaction_ended": _compaction_settled,
+    "compaction_failed": _compaction_settled,
+    "revert_staged": _revert_staged,
+    "revert_cleared": _revert_cleared,
+    "revert_committed": _revert_committed,
+    "forked": _forked,
+    "execution_started": _execution_started,
+    "execution_succeeded": _execution_ended,
+    "execution_failed": _execution_ended,
+    "execution_interrupted": _execution_ended,
+    "step_started": _step_started,
+}
+
+
+__all__ = [
+    "CONFLICT",
+    "EXEC_TYPES",
+    "TERMINALS",
+    "Life",
+    "Msg",
+    "Owner",
+    "Row",
+    "SessionShadow",
+    "StepCtx",
+    "Tracker",
+    "parse",
+    "request_kind",
+]

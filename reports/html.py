@@ -1,0 +1,109 @@
+"""The self-contained HTML report (pure): the summary document and the PNG
+figures in, one HTML page out, with the figures embedded as base64 data URIs
+so the page can be attached to a CI run or mailed as one file."""
+
+from __future__ import annotations
+
+import base64
+from html import escape
+from typing import Any
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1300px;color:#222}
+h1{margin-bottom:.2em} .verdict{font-size:1.2em;padding:.4em .8em;border-radius:6px;display:inline-block}
+.bad{background:#fde2e2;color:#8a1010} .good{background:#e3f5e3;color:#11621a}
+table{border-collapse:collapse;margin:1em 0;font-size:.9em} th,td{border:1px solid #ddd;padding:.3em .6em;text-align:left}
+th{background:#f4f4f4} td.num{text-align:right} tr.violated td{background:#fff0f0} tr.skip td{color:#888}
+code{background:#f4f4f4;padding:0 .2em} img{max-width:100%;border:1px solid #eee;margin:.5em 0}
+"""
+
+_FIGURES = (
+    ("timeline.png", "Timeline of one run"),
+    ("inbox_depth.png", "Inbox depth over time"),
+    ("latency.png", "Admission-to-promotion latency"),
+    ("violations.png", "Violations by invariant and policy"),
+    ("probes.png", "Probe coverage"),
+)
+
+
+def _img(png: bytes, alt: str) -> str:
+    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2%}"
+
+
+def html_page(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
+    bad = bool(doc["failing"])
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><title>inboxsim report</title>',
+        f"<style>{_STYLE}</style></head><body>",
+        "<h1>inboxsim report</h1>",
+        f'<p class="verdict {"bad" if bad else "good"}">'
+        + ("violations found" if bad else "every judged invariant held")
+        + "</p>",
+        f"<p>{doc['runs']} runs from <code>{escape(doc['db'])}</code>; policies "
+        f"{escape(', '.join(doc['policies']) or '-')}; target {escape(', '.join(doc['targets']) or '-')}; "
+        f"inboxsim {escape(', '.join(doc['versions']) or '-')}; {doc['verdicts']['held']} held, "
+        f"{doc['verdicts']['violated']} violated; {doc['throughput']['steps']} steps "
+        f"({doc['throughput']['steps_per_second'] or '-'} steps/s of run time).</p>",
+    ]
+    title = dict(_FIGURES)
+    parts.append(f"<h2>{title['timeline.png']}</h2>")
+    parts.append(
+        "<p>The first failing run (else the median-length run): one lane per session; squares are "
+        "admissions (blue steer, orange queue), circles promotions, triangles model calls opened and "
+        "answered; shaded spans run from a crash to its restart; dashed red lines are violating steps.</p>"
+    )
+    for name, caption in _FIGURES:
+        if name != "timeline.png":
+            parts.append(f"<h2>{escape(caption)}</h2>")
+        if name in figures:
+            parts.append(_img(figures[name], caption))
+    parts.append("<h2>Invariants</h2>")
+    parts.append(
+        "<p>For an invariant that held, the last columns bound its per-run failure rate at 95% "
+        "confidence from the runs that exercised it (exact: 1 − 0.05<sup>1/n</sup>; rule of three: 3/n).</p>"
+    )
+    parts.append(
+        "<table><tr><th>invariant</th><th>policy</th><th>status</th><th>exercised</th><th>violated</th>"
+        "<th>bound (exact)</th><th>bound (3/n)</th><th>statement</th></tr>"
+    )
+    order = {"violated": 0, "held": 1, "not exercised": 2}
+    for inv in sorted(doc["invariants"], key=lambda i: (order[i["status"]], i["id"], i["policy"])):
+        cls = {"violated": "violated", "not exercised": "skip"}.get(inv["status"], "")
+        parts.append(
+            f'<tr class="{cls}"><td><code>{escape(inv["id"])}</code></td><td>{escape(inv["policy"])}</td>'
+            f"<td>{escape(inv['status'])}</td><td class=num>{inv['runs_exercised']}</td>"
+            f"<td class=num>{inv['runs_violated']}</td><td class=num>{_pct(inv['upper_bound_exact'])}</td>"
+            f"<td class=num>{_pct(inv['upper_bound_rule_of_three'])}</td><td>{escape(inv['statement'])}</td></tr>"
+        )
+    parts.append("</table>")
+    if doc["failing"]:
+        parts.append(f"<h2>Failing runs ({len(doc['failing'])})</h2><table>")
+        parts.append(
+            "<tr><th>seed</th><th>policy</th><th>invariants</th><th>message</th><th>replay</th></tr>"
+        )
+        for f in doc["failing"][:200]:
+            parts.append(
+                f"<tr><td class=num>{f['seed'] if f['seed'] is not None else '-'}</td><td>{escape(f['policy'])}</td>"
+                f"<td>{escape(', '.join(f['invariants']))}</td><td>{escape(f['message'])}</td>"
+                f"<td><code>{escape(f['replay'] or '')}</code></td></tr>"
+            )
+        parts.append("</table>")
+    if doc["latency"]:
+        parts.append(
+            "<h2>Latency table</h2><table><tr><th>policy</th><th>delivery</th><th>promotions</th>"
+            "<th>mean</th><th>p50</th><th>p95</th><th>max</th></tr>"
+        )
+        for r in doc["latency"]:
+            parts.append(
+                f"<tr><td>{escape(r['policy'])}</td><td>{escape(str(r['delivery']))}</td><td class=num>{r['promotions']}</td>"
+                f"<td class=num>{r['mean']}</td><td class=num>{r['p50']}</td><td class=num>{r['p95']}</td>"
+                f"<td class=num>{r['max']}</td></tr>"
+            )
+        parts.append("</table>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)

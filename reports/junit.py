@@ -1,0 +1,91 @@
+"""JUnit XML from the summary document (pure): one test case per invariant
+and policy, and one per scenario when the store holds scenario runs.
+
+A held invariant's case carries the runs that exercised it and the 95 %
+upper bound on its failure rate as properties; one never exercised is skipped,
+so CI dashboards do not count it as green.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+
+def junit_xml(doc: dict[str, Any]) -> str:
+    suites = ET.Element("testsuites", name="inboxsim")
+    _invariant_suite(suites, doc)
+    if doc["scenarios"]:
+        _scenario_suite(suites, doc)
+    ET.indent(suites)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    )
+
+
+def _suite(parent: ET.Element, name: str, cases: int, failures: int, skipped: int) -> ET.Element:
+    return ET.SubElement(
+        parent,
+        "testsuite",
+        name=name,
+        tests=str(cases),
+        failures=str(failures),
+        errors="0",
+        skipped=str(skipped),
+    )
+
+
+def _invariant_suite(parent: ET.Element, doc: dict[str, Any]) -> None:
+    invs = doc["invariants"]
+    suite = _suite(
+        parent,
+        "inboxsim.invariants",
+        len(invs),
+        sum(1 for i in invs if i["status"] == "violated"),
+        sum(1 for i in invs if i["status"] == "not exercised"),
+    )
+    failing_by = {}
+    for f in doc["failing"]:
+        for name in f["invariants"]:
+            failing_by.setdefault((name, f["policy"]), f)
+    for inv in invs:
+        case = ET.SubElement(
+            suite, "testcase", classname=f"inboxsim.invariants.{inv['policy']}", name=inv["id"]
+        )
+        props = ET.SubElement(case, "properties")
+        for key in (
+            "runs_exercised",
+            "runs_violated",
+            "upper_bound_exact",
+            "upper_bound_rule_of_three",
+            "source",
+        ):
+            if inv[key] is not None:
+                ET.SubElement(props, "property", name=key, value=str(inv[key]))
+        if inv["status"] == "violated":
+            first = failing_by.get((inv["id"], inv["policy"]))
+            message = f"violated in {inv['runs_violated']} of {inv['runs_exercised']} runs"
+            failure = ET.SubElement(case, "failure", message=message, type="InvariantViolated")
+            if first:
+                text = f"first: run {first['run_id']} seed {first['seed']}: {first['message']}"
+                if first["replay"]:
+                    text += f"\nreplay: {first['replay']}"
+                failure.text = text
+        elif inv["status"] == "not exercised":
+            ET.SubElement(case, "skipped", message="no run exercised this invariant")
+
+
+def _scenario_suite(parent: ET.Element, doc: dict[str, Any]) -> None:
+    scenarios = doc["scenarios"]
+    suite = _suite(
+        parent, "inboxsim.scenarios", len(scenarios), sum(1 for s in scenarios if s["failed"]), 0
+    )
+    for s in scenarios:
+        case = ET.SubElement(suite, "testcase", classname="inboxsim.scenarios", name=s["name"])
+        if s["failed"]:
+            ET.SubElement(
+                case,
+                "failure",
+                message=f"failed in {s['failed']} of {s['runs']} runs",
+                type="ScenarioFailed",
+            )

@@ -1,0 +1,493 @@
+"""The trace store: a DuckDB database of runs, their steps, durable events,
+violations and probes.
+
+A versioned schema (``meta.schema_version``); an older file is migrated in
+place when opened (:mod:`.migrate`), a newer one is refused with a clear
+message. One process writes a database at a time (the
+sweep's parent; its workers only return data), and each batch of runs is
+written in one transaction, so a sweep that dies leaves whole runs only.
+
+Bulk writes go through pyarrow Tables built from column lists
+(``INSERT INTO t SELECT * FROM <registered arrow table>``): two orders of
+magnitude faster than ``executemany`` for the million-row step tables a sweep
+produces (python-ecosystem.md, section 1).
+
+Tables:
+
+- ``meta(key, value)``: ``schema_version``.
+- ``runs``: one row per run: seed, policy, target, version, options and swarm
+  (JSON), the decision list, verdict, liveness verdict, trace hash, step
+  count, wall seconds (reporting only), the invariants exercised.
+- ``steps``: one row per step: phase, kind, decision label, and the request,
+  reply and observations as canonical JSON (the trace hash covers exactly
+  these plus the header).
+- ``events`` (v2): one row per durable event a step appended: session, seq,
+  type, input, time, and for admissions the delivery, so SQL can ask about
+  promotion latency and inbox depth without parsing ``steps.observed``.
+- ``violations``: invariant, the steps it cites, the message.
+- ``probes``: coverage probe hit counts per run (probes hit at least once).
+- ``failing_seeds``: seeds that failed, by policy and options; the next sweep
+  with the same policy and options runs them first (like Hypothesis' example
+  database), and forgets those that pass.
+
+Views for the common questions are in :mod:`.views` (documented in
+``docs/queries.md``). Version 2 added ``events``, ``runs.scenario`` and the views.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import HarnessError
+
+SCHEMA_VERSION = 2
+_EMPTY = -1  # schema_version() of a file with no tables at all: a new store
+
+_DDL = (
+    "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS runs (
+        run_id BIGINT NOT NULL,
+        sweep_id BIGINT NOT NULL,
+        seed UBIGINT,
+        policy VARCHAR NOT NULL,
+        target VARCHAR NOT NULL,
+        version VARCHAR NOT NULL,
+        options JSON NOT NULL,
+        swarm JSON NOT NULL,
+        decisions INTEGER[] NOT NULL,
+        verdict VARCHAR NOT NULL,
+        liveness VARCHAR NOT NULL,
+        trace_hash VARCHAR NOT NULL,
+        ops INTEGER NOT NULL,
+        seconds DOUBLE NOT NULL,
+        exercised VARCHAR[] NOT NULL,
+        scenario VARCHAR
+    )""",
+    """CREATE TABLE IF NOT EXISTS steps (
+        run_id BIGINT NOT NULL,
+        idx INTEGER NOT NULL,
+        phase VARCHAR NOT NULL,
+        kind VARCHAR NOT NULL,
+        decision VARCHAR NOT NULL,
+        request JSON,
+        reply JSON,
+        observed JSON NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS events (
+        run_id BIGINT NOT NULL,
+        step INTEGER NOT NULL,
+        session VARCHAR NOT NULL,
+        seq BIGINT NOT NULL,
+        type VARCHAR NOT NULL,
+        input VARCHAR,
+        time BIGINT NOT NULL,
+        delivery VARCHAR
+    )""",
+    """CREATE TABLE IF NOT EXISTS violations (
+        run_id BIGINT NOT NULL,
+        invariant VARCHAR NOT NULL,
+        steps INTEGER[] NOT NULL,
+        message VARCHAR NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS probes (
+        run_id BIGINT NOT NULL,
+        probe VARCHAR NOT NULL,
+        hits INTEGER NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS failing_seeds (
+        policy VARCHAR NOT NULL,
+        options VARCHAR NOT NULL,
+        seed UBIGINT NOT NULL,
+        PRIMARY KEY (policy, options, seed)
+    )""",
+)
+TABLES = ("runs", "steps", "events", "violations", "probes")
+
+
+def _schemas() -> dict[str, Any]:
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    return {
+        "runs": pa.schema(
+            [
+                ("run_id", pa.int64()),
+                ("sweep_id", pa.int64()),
+                ("seed", pa.uint64()),  # seeds may exceed 2**63: never infer this type
+                ("policy", pa.string()),
+                ("target", pa.string()),
+                ("version", pa.string()),
+                ("options", pa.string()),
+                ("swarm", pa.string()),
+                ("decisions", pa.list_(pa.int32())),
+                ("verdict", pa.string()),
+                ("liveness", pa.string()),
+                ("trace_hash", pa.string()),
+                ("ops", pa.int32()),
+                ("seconds", pa.float64()),
+                ("exercised", pa.list_(pa.string())),
+                ("scenario", pa.string()),
+            ]
+        ),
+        "events": pa.schema(
+            [
+                ("run_id", pa.int64()),
+                ("step", pa.int32()),
+                ("session", pa.string()),
+                ("seq", pa.int64()),
+                ("type", pa.string()),
+                ("input", pa.string()),
+                ("time", pa.int64()),
+                ("delivery", pa.string()),
+            ]
+        ),
+        "steps": pa.schema(
+            [
+                ("run_id", pa.int64()),
+                ("idx", pa.int32()),
+                ("phase", pa.string()),
+                ("kind", pa.string()),
+                ("decision", pa.string()),
+                ("request", pa.string()),
+                ("reply", pa.string()),
+                ("observed", pa.string()),
+            ]
+        ),
+        "violations": pa.schema(
+            [
+                ("run_id", pa.int64()),
+                ("invariant", pa.string()),
+                ("steps", pa.list_(pa.int32())),
+                ("message", pa.string()),
+            ]
+        ),
+        "probes": pa.schema([("run_id", pa.int64()), ("probe", pa.string()), ("hits", pa.int32())]),
+    }
+
+
+def _delivery(data: str) -> str | None:
+    value = json.loads(data).get("delivery")
+    return value if isinstance(value, str) else None
+
+
+def options_key(options: dict[str, Any]) -> str:
+    """The canonical text of a run's options: the failing-seed key."""
+    return json.dumps(options, sort_keys=True, separators=(",", ":"))
+
+
+class BatchColumns:
+    """Column lists for one batch of runs, filled run by run (the columnar
+    recorder: appending to lists is cheaper than building row tuples and
+    transposing them), then turned into pyarrow Tables."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, dict[str, list[Any]]] = {
+            name: {f: [] for f in _FIELDS[name]} for name in TABLES
+        }
+
+    def add_run(self, run_id: int, sweep_id: int, result: Any) -> None:
+        """Add one :class:`~inboxsim.sim.run.RunResult`."""
+        runs = self.columns["runs"]
+        trace = result.trace
+        for key, value in (
+            ("run_id", run_id),
+            ("sweep_id", sweep_id),
+            ("seed", result.seed),
+            ("policy", result.policy),
+            ("target", trace.header.target),
+            ("version", trace.header.version),
+            ("options", options_key(result.options)),
+            ("swarm", json.dumps(result.swarm, sort_keys=True, separators=(",", ":"))),
+            ("decisions", list(result.decisions)),
+            ("verdict", result.verdict),
+            ("liveness", result.liveness),
+            ("trace_hash", result.trace_hash),
+            ("ops", len(trace.steps)),
+            ("seconds", result.seconds),
+            ("exercised", list(result.exercised)),
+            # Scenario runs (issue 5) may carry their scenario's name; seeded runs do not.
+            ("scenario", getattr(result, "scenario", None)),
+        ):
+            runs[key].append(value)
+        steps = self.columns["steps"]
+        n = len(trace.steps)
+        steps["run_id"].extend([run_id] * n)
+        idx, phase, kind, decision = steps["idx"], steps["phase"], steps["kind"], steps["decision"]
+        for step in trace.steps:
+            idx.append(step.index)
+            phase.append(step.phase)
+            kind.append(step.kind)
+            decision.append(step.decision)
+        request, reply, observed = steps["request"], steps["reply"], steps["observed"]
+        for req, rep, obs in result.texts:
+            # A crash step has no request and no reply: SQL NULL, not JSON null.
+            request.append(None if req == "null" else req)
+            reply.append(None if rep == "null" else rep)
+            observed.append(obs)
+        self._add_events(run_id, trace.steps)
+        violations = self.columns["violations"]
+        for v in result.violations:
+            violations["run_id"].append(run_id)
+            violations["invariant"].append(v.invariant)
+            violations["steps"].append(list(v.steps))
+            violations["message"].append(v.message)
+        probes = self.columns["probes"]
+        for name, hits in sorted(result.probes.items()):
+            probes["run_id"].append(run_id)
+            probes["probe"].append(name)
+            probes["hits"].append(hits)
+
+    def _add_events(self, run_id: int, steps: Sequence[Any]) -> None:
+        ev = self.columns["events"]
+        e_run, e_step, e_session, e_seq = ev["run_id"], ev["step"], ev["session"], ev["seq"]
+        e_type, e_input, e_time, e_delivery = ev["type"], ev["input"], ev["time"], ev["delivery"]
+        for step in steps:
+            for e in step.observed.events:
+                e_run.append(run_id)
+                e_step.append(step.index)
+                e_session.append(e.session)
+                e_seq.append(e.seq)
+                e_type.append(e.type)
+                e_input.append(e.input)
+                e_time.append(e.time)
+                # Only admissions carry a delivery; parsing just those keeps the
+                # hot path cheap (a handful per run) while SQL gets a typed column.
+                e_delivery.append(_delivery(e.data) if e.type == "admitted" else None)
+
+    def tables(self) -> dict[str, Any]:
+        import pyarrow as pa  # type: ignore[import-untyped]
+
+        schemas = _schemas()
+        return {
+            name: pa.Table.from_pydict(cols, schema=schemas[name])
+            for name, cols in self.columns.items()
+        }
+
+
+_FIELDS = {
+    "runs": (
+        "run_id",
+        "sweep_id",
+        "seed",
+        "policy",
+        "target",
+        "version",
+        "options",
+        "swarm",
+        "decisions",
+        "verdict",
+        "liveness",
+        "trace_hash",
+        "ops",
+        "seconds",
+        "exercised",
+        "scenario",
+    ),
+    "events": ("run_id", "step", "session", "seq", "type", "input", "time", "delivery"),
+    "steps": ("run_id", "idx", "phase", "kind", "decision", "request", "reply", "observed"),
+    "violations": ("run_id", "invariant", "steps", "message"),
+    "probes": ("run_id", "probe", "hits"),
+}
+
+
+class Store:
+    """An open trace store. Open it only in the process that writes it, and
+    never across a fork (a forked child could write through the inherited
+    connection without DuckDB's file lock noticing).
+
+    ``read_only``: for commands that only read (check, report, diff); DuckDB
+    lets several read-only connections share a file. ``must_exist``: a missing
+    file is an error rather than a new, empty store (a reader given a wrong
+    path should say so, not report on nothing).
+
+    Every failure to open is a :class:`HarnessError` with a one-line reason:
+    a missing file, a file that is not a DuckDB database, a file locked by
+    another process, or a store of a newer schema version.
+    """
+
+    def __init__(
+        self, path: str | Path, *, read_only: bool = False, must_exist: bool = False
+    ) -> None:
+        import duckdb
+
+        self.path = str(path)
+        self.read_only = read_only
+        memory = self.path == ":memory:"
+        if not memory and (read_only or must_exist) and not Path(self.path).is_file():
+            raise HarnessError(f"the database {self.path} does not exist")
+        try:
+            if not memory:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self.con = duckdb.connect(self.path, read_only=read_only)
+        except (OSError, duckdb.Error) as exc:
+            raise HarnessError(_open_error(self.path, exc)) from None
+        try:
+            self._ensure_schema()
+        except HarnessError:
+            self.con.close()
+            raise
+        except duckdb.Error as exc:
+            self.con.close()
+            raise HarnessError(f"the database {self.path} is not usable: {_reason(exc)}") from None
+
+    def schema_version(self) -> int | None:
+        """The version the file records, or None when it has no meta table."""
+        tables = {
+            row[0] for row in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+        }
+        if "meta" not in tables:
+            return None if tables else _EMPTY
+        row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        try:
+            return int(row[0]) if row else None
+        except ValueError:
+            return None
+
+    def _ensure_schema(self) -> None:
+        from .migrate import MIGRATIONS, migrate
+        from .views import create_views
+
+        con = self.con
+        found = self.schema_version()
+        if found is None:
+            raise HarnessError(
+                f"the database {self.path} is not an inboxsim store (no schema version)"
+            )
+        if found == SCHEMA_VERSION:
+            return
+        if found > SCHEMA_VERSION:
+            raise HarnessError(
+                f"the database {self.path} has schema version {found}, newer than this "
+                f"inboxsim's {SCHEMA_VERSION}: upgrade inboxsim or use another --db"
+            )
+        if self.read_only:
+            # An empty file opened for reading is not a store either.
+            if found == _EMPTY:
+                raise HarnessError(f"the database {self.path} is empty (no inboxsim store in it)")
+            raise _NeedsMigration(found)
+        if found != _EMPTY and found not in MIGRATIONS:
+            raise HarnessError(
+                f"the database {self.path} has schema version {found}, which this inboxsim "
+                f"cannot migrate (it reads versions {min(MIGRATIONS)} to {SCHEMA_VERSION}): "
+                "use another --db"
+            )
+        if found == _EMPTY:
+            con.execute("BEGIN TRANSACTION")
+            for ddl in _DDL:
+                con.execute(ddl)
+            create_views(con)
+            con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+            con.execute("COMMIT")
+            return
+        migrate(con, found, SCHEMA_VERSION)
+
+    # --- reading --------------------------------------------------------------
+
+    def next_ids(self) -> tuple[int, int]:
+        """The next free (run_id, sweep_id)."""
+        row = self.con.execute("SELECT max(run_id), max(sweep_id) FROM runs").fetchone()
+        assert row is not None
+        return (0 if row[0] is None else row[0] + 1), (0 if row[1] is None else row[1] + 1)
+
+    def failing_seeds(self, policy: str, options: dict[str, Any]) -> list[int]:
+        rows = self.con.execute(
+            "SELECT seed FROM failing_seeds WHERE policy = ? AND options = ? ORDER BY seed",
+            [policy, options_key(options)],
+        ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    # --- writing ----------------------------------------------------------------
+
+    def write(self, tables: dict[str, Any]) -> None:
+        """Insert one batch of runs (pyarrow Tables by name) in one transaction."""
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for name in TABLES:
+                table = tables.get(name)
+                if table is None or table.num_rows == 0:
+                    continue
+                con.register("_batch", table)
+                try:
+                    con.execute(f"INSERT INTO {name} SELECT * FROM _batch")
+                finally:
+                    con.unregister("_batch")
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+    def update_failing(
+        self, policy: str, options: dict[str, Any], failed: Iterable[int], passed: Iterable[int]
+    ) -> None:
+        """Remember seeds that failed; forget remembered seeds that now pass."""
+        key = options_key(options)
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
+        for seed in passed:
+            con.execute(
+                "DELETE FROM failing_seeds WHERE policy = ? AND options = ? AND seed = ?",
+                [policy, key, seed],
+            )
+        for seed in failed:
+            con.execute("INSERT OR IGNORE INTO failing_seeds VALUES (?, ?, ?)", [policy, key, seed])
+        con.execute("COMMIT")
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _NeedsMigration(HarnessError):
+    """A reader found an older schema: :func:`open_store` migrates and retries."""
+
+    def __init__(self, found: int) -> None:
+        super().__init__(f"schema version {found} needs migrating")
+        self.found = found
+
+
+def open_store(path: str | Path) -> Store:
+    """Open a store for reading. An older file is migrated first (one short
+    writable open), so readers always see the current schema and views."""
+    try:
+        return Store(path, read_only=True)
+    except _NeedsMigration:
+        Store(path, must_exist=True).close()
+        return Store(path, read_only=True)
+
+
+def _reason(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _open_error(path: str, exc: BaseException) -> str:
+    """One line that says what is wrong with the file, in the user's terms."""
+    text = str(exc)
+    if "Could not set lock" in text or "Conflicting lock" in text:
+        holder = ""
+        if "(PID" in text:
+            holder = " (PID " + text.split("(PID", 1)[1].split(")", 1)[0].strip() + ")"
+        return (
+            f"the database {path} is locked by another process{holder}: "
+            "wait for it to finish or use another --db"
+        )
+    if "not a valid DuckDB database" in text or "Corrupt" in text or "checksum" in text.lower():
+        return (
+            f"the database {path} is not a readable DuckDB file (corrupt, or another kind of file)"
+        )
+    return f"cannot open the database {path}: {_reason(exc)}"
+
+
+def write_results(store: Store, results: Sequence[Any], first_run_id: int, sweep_id: int) -> None:
+    """Convenience: write a list of run results as one batch."""
+    cols = BatchColumns()
+    for offset, result in enumerate(results):
+        cols.add_run(first_run_id + offset, sweep_id, result)
+    store.write(cols.tables())

@@ -1,0 +1,271 @@
+"""What a store says, as plain values: the facts read from it (:func:`load_facts`,
+the only function here that queries) and the summary computed from them
+(:func:`summarize`, pure), which the JSON, Markdown, HTML and JUnit outputs share.
+
+"Quantified green": an invariant that held in ``n`` runs that exercised it
+(reached a step where it could have failed) is not proven; what the runs
+support is a 95 % upper bound on its per-run failure rate: ``3/n`` by the
+rule of three, exactly ``1 - 0.05 ** (1/n)`` (the rate at which ``n`` clean
+runs would still happen 5 % of the time).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """Query results, as tuples; everything the reports need from a store."""
+
+    db: str
+    schema_version: int
+    runs: list[
+        Row
+    ]  # run_id, seed, policy, target, version, options, verdict, liveness, ops, seconds, scenario
+    violations: list[Row]  # run_id, invariant, steps, message
+    exercise: list[Row]  # invariant, policy, runs_exercised, runs_violated
+    probes: list[Row]  # policy, probe, runs_hit, hits, runs
+    latency: list[Row]  # policy, delivery, n, mean, p5, p25, p50, p75, p95, max
+    registry: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> statement, source
+    probe_info: dict[str, tuple[bool, str]] = field(
+        default_factory=dict
+    )  # name -> required, description
+
+
+def load_facts(con: Any, db: str, schema_version: int) -> Facts:
+    """Read the facts (the I/O edge)."""
+    from ..invariants import REGISTRY
+    from ..sim.probes import PROBES
+
+    q = lambda sql: con.execute(sql).fetchall()  # noqa: E731
+    return Facts(
+        db=db,
+        schema_version=schema_version,
+        runs=q(
+            "SELECT run_id, seed, policy, target, version, options, verdict, liveness, ops, seconds, "
+            "scenario FROM runs ORDER BY run_id"
+        ),
+        violations=q(
+            "SELECT run_id, invariant, steps, message FROM violations ORDER BY run_id, rowid"
+        ),
+        exercise=q("SELECT * FROM invariant_exercise ORDER BY invariant, policy"),
+        probes=q(
+            "SELECT policy, probe, runs_hit, hits, runs FROM probe_coverage ORDER BY policy, probe"
+        ),
+        latency=q(
+            "SELECT policy, delivery, count(*), avg(latency), "
+            "quantile_cont(latency, 0.05), quantile_cont(latency, 0.25), quantile_cont(latency, 0.5), "
+            "quantile_cont(latency, 0.75), quantile_cont(latency, 0.95), max(latency) "
+            "FROM promotion_latency GROUP BY ALL ORDER BY policy, delivery"
+        ),
+        registry={i.id: (i.statement, i.source) for i in REGISTRY.values()},
+        probe_info={p.name: (p.required, p.description) for p in PROBES},
+    )
+
+
+def upper_bounds(n: int) -> tuple[float | None, float | None]:
+    """(rule of three, exact) 95 % upper bounds on the per-run failure rate
+    after ``n`` clean runs; None when nothing exercised the invariant."""
+    if n <= 0:
+        return None, None
+    return min(1.0, 3.0 / n), 1.0 - 0.05 ** (1.0 / n)
+
+
+def replay_command(seed: int | None, policy: str, options: dict[str, Any]) -> str | None:
+    if seed is None:
+        return None
+    cmd = f"inboxsim replay {seed} --policy {shlex.quote(policy)} --ops {options.get('ops', 100)}"
+    return cmd + (" --only-expected" if options.get("only_expected") else "")
+
+
+def summarize(f: Facts) -> dict[str, Any]:
+    """The JSON summary document (pure)."""
+    runs = f.runs
+    by_run: dict[int, list[Row]] = {}
+    for v in f.violations:
+        by_run.setdefault(v[0], []).append(v)
+    policies = sorted({r[2] for r in runs})
+    invariants = []
+    exercised: dict[tuple[str, str], tuple[int, int]] = {
+        (e[0], e[1]): (e[2], e[3]) for e in f.exercise
+    }
+    violated_runs: dict[tuple[str, str], set[int]] = {}
+    run_policy = {r[0]: r[2] for r in runs}
+    for run_id, invariant, _steps, _msg in f.violations:
+        violated_runs.setdefault((invariant, run_policy[run_id]), set()).add(run_id)
+    names = sorted(set(f.registry) | {k[0] for k in exercised} | {k[0] for k in violated_runs})
+    for name in names:
+        for policy in policies:
+            n, _ = exercised.get((name, policy), (0, 0))
+            k = len(violated_runs.get((name, policy), ()))
+            n = max(n, k)  # a violation exercises its invariant even if the run stopped first
+            rule3, exact = upper_bounds(n) if k == 0 else (None, None)
+            statement, source = f.registry.get(name, ("", ""))
+            invariants.append(
+                {
+                    "id": name,
+                    "policy": policy,
+                    "statement": statement,
+                    "source": source,
+                    "status": "violated" if k else ("held" if n else "not exercised"),
+                    "runs_exercised": n,
+                    "runs_violated": k,
+                    "upper_bound_rule_of_three": _round(rule3),
+                    "upper_bound_exact": _round(exact),
+                }
+            )
+    failing = []
+    for r in runs:
+        found = by_run.get(r[0])
+        if not found:
+            continue
+        options = json.loads(r[5])
+        failing.append(
+            {
+                "run_id": r[0],
+                "seed": None if r[1] is None else int(r[1]),
+                "policy": r[2],
+                "scenario": r[10],
+                "invariants": sorted({v[1] for v in found}),
+                "steps": list(found[0][2]),
+                "message": found[0][3],
+                "replay": replay_command(None if r[1] is None else int(r[1]), r[2], options),
+            }
+        )
+    seconds = sum(r[9] for r in runs)
+    steps = sum(r[8] for r in runs)
+    scenarios = sorted({r[10] for r in runs if r[10] is not None})
+    return {
+        "command": "report",
+        "db": f.db,
+        "schema_version": f.schema_version,
+        "versions": sorted({r[4] for r in runs}),
+        "targets": sorted({r[3] for r in runs}),
+        "policies": policies,
+        "runs": len(runs),
+        "verdicts": {
+            "held": sum(1 for r in runs if r[6] != "violated"),
+            "violated": sum(1 for r in runs if r[6] == "violated"),
+        },
+        "liveness": _count(r[7] for r in runs),
+        "invariants": invariants,
+        "failing": failing,
+        "scenarios": [
+            {
+                "name": s,
+                "runs": sum(1 for r in runs if r[10] == s),
+                "failed": sum(1 for r in runs if r[10] == s and r[0] in by_run),
+            }
+            for s in scenarios
+        ],
+        "probes": [
+            {
+                "policy": p[0],
+                "probe": p[1],
+                "runs_hit": p[2],
+                "hits": int(p[3]),
+                "runs": p[4],
+                "required": f.probe_info.get(p[1], (False, ""))[0],
+                "description": f.probe_info.get(p[1], (False, ""))[1],
+            }
+            for p in f.probes
+        ],
+        "missing_required_probes": _missing(f),
+        "latency": [
+            {
+                "policy": row[0],
+                "delivery": row[1],
+                "promotions": row[2],
+                "mean": _round(row[3]),
+                "p50": _round(row[6]),
+                "p95": _round(row[8]),
+                "max": row[9],
+            }
+            for row in f.latency
+        ],
+        "throughput": {
+            "steps": steps,
+            "run_seconds": round(seconds, 3),
+            "steps_per_second": round(steps / seconds, 1) if seconds > 0 else None,
+        },
+        "exit_code": 1 if failing else 0,
+    }
+
+
+def _missing(f: Facts) -> dict[str, list[str]]:
+    hit = {(p[0], p[1]) for p in f.probes}
+    out = {}
+    for policy in sorted({r[2] for r in f.runs}):
+        gone = [
+            n for n, (req, _d) in sorted(f.probe_info.items()) if req and (policy, n) not in hit
+        ]
+        if gone:
+            out[policy] = gone
+    return out
+
+
+def _count(values: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _round(x: float | None, digits: int = 4) -> float | None:
+    return None if x is None else round(float(x), digits)
+
+
+def markdown(doc: dict[str, Any], max_failing: int = 20) -> str:
+    """A Markdown summary, fit for a CI job summary or a PR comment (pure)."""
+    verdict = "❌ violations found" if doc["failing"] else "✅ every judged invariant held"
+    out = [
+        f"## inboxsim report: {verdict}",
+        "",
+        f"{doc['runs']} runs ({', '.join(doc['policies']) or 'no policy'}; target "
+        f"{', '.join(doc['targets']) or '-'}; inboxsim {', '.join(doc['versions']) or '-'}): "
+        f"{doc['verdicts']['held']} held, {doc['verdicts']['violated']} violated. "
+        f"{doc['throughput']['steps']} steps.",
+        "",
+        "| invariant | policy | status | runs exercised | runs violated | 95% upper bound on failure rate (exact / 3/n) |",
+        "| --- | --- | --- | ---: | ---: | --- |",
+    ]
+    order = {"violated": 0, "held": 1, "not exercised": 2}
+    for inv in sorted(doc["invariants"], key=lambda i: (order[i["status"]], i["id"], i["policy"])):
+        bound = (
+            f"{inv['upper_bound_exact']:.2%} / {inv['upper_bound_rule_of_three']:.2%}"
+            if inv["upper_bound_exact"] is not None
+            else (
+                "-"
+                if inv["status"] != "violated"
+                else f"observed {inv['runs_violated']}/{inv['runs_exercised']}"
+            )
+        )
+        mark = {"violated": "❌ violated", "held": "✅ held", "not exercised": "⚪ not exercised"}[
+            inv["status"]
+        ]
+        out.append(
+            f"| `{inv['id']}` | {inv['policy']} | {mark} | {inv['runs_exercised']} | {inv['runs_violated']} | {bound} |"
+        )
+    if doc["failing"]:
+        out += ["", f"### Failing runs ({len(doc['failing'])})", ""]
+        for f in doc["failing"][:max_failing]:
+            what = f"seed {f['seed']}" if f["seed"] is not None else f"run {f['run_id']}"
+            out.append(
+                f"- **{what}** ({f['policy']}): `{', '.join(f['invariants'])}`: {f['message']}"
+            )
+            if f["replay"]:
+                out.append(f"  - `{f['replay']}`")
+        if len(doc["failing"]) > max_failing:
+            out.append(f"- ... and {len(doc['failing']) - max_failing} more (see summary.json)")
+    if doc["missing_required_probes"]:
+        out += ["", "### Required probes never hit", ""]
+        for policy, names in doc["missing_required_probes"].items():
+            out.append(f"- {policy}: {', '.join(names)}")
+    out.append("")
+    return "\n".join(out)

@@ -1,0 +1,184 @@
+"""Traces read back from a store: the reverse of :func:`inboxsim.sim.trace.step_wire`.
+
+A stored step keeps its request, reply and observations as canonical JSON.
+Parsing them back gives a :class:`~inboxsim.sim.trace.Trace` that the checkers
+judge exactly as they judged the live run, and whose trace hash is the stored
+one (tests/test_reports_check.py). Two things the wire form leaves out, and why
+that is safe:
+
+- an error reply's message (free text, never compared or judged): read back as "";
+- an open call's global opening order (``Call.opened``, used only by the model
+  to answer oldest first): rebuilt from the order calls first appear.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..model import Call, Crashed, Err, Event, Ok, op_from_wire
+from ..model.values import encode_json
+from ..sim.trace import MessageView, Observed, PendingView, Step, Trace, TraceHeader
+
+
+def reply_from_wire(wire: dict[str, Any] | None) -> Ok | Err | Crashed | None:
+    if wire is None:
+        return None
+    if "unknown" in wire:
+        return Crashed(wire["unknown"])
+    if wire.get("ok"):
+        return Ok(wire["result"])
+    return Err(wire["error"], "")
+
+
+def observed_from_wire(wire: dict[str, Any], opened: dict[str, int]) -> Observed:
+    """``opened`` maps call IDs to their opening order, filled as calls appear."""
+    events = tuple(
+        Event(e["session"], e["seq"], e["type"], e["time"], e.get("input"), encode_json(e["data"]))
+        for e in wire.get("events", ())
+    )
+    pending = tuple(
+        (
+            s,
+            tuple(
+                PendingView(r["input"], r["type"], r.get("delivery"), r["admitted_seq"], r["time"])
+                for r in rows
+            ),
+        )
+        for s, rows in wire.get("pending", {}).items()
+    )
+    transcript = tuple(
+        (
+            s,
+            tuple(
+                MessageView(m["id"], m["type"], m["seq"], m["time"], m.get("copied_from"))
+                for m in msgs
+            ),
+        )
+        for s, msgs in wire.get("transcript", {}).items()
+    )
+    calls = None
+    if "calls" in wire:
+        calls = tuple(
+            Call(
+                c["call"],
+                c["session"],
+                c["kind"],
+                c["step"],
+                c["final"],
+                tuple(c["context"]),
+                opened.setdefault(c["call"], len(opened)),
+            )
+            for c in wire["calls"]
+        )
+    return Observed(events, pending, transcript, calls)
+
+
+def step_from_row(
+    index: int,
+    phase: str,
+    kind: str,
+    decision: str,
+    request: str | None,
+    reply: str | None,
+    observed: str,
+    opened: dict[str, int],
+) -> Step:
+    """One stored ``steps`` row as a :class:`Step` (SQL NULL: no request or reply)."""
+    req = json.loads(request) if request is not None else None
+    crash_at = req.get("crash_at") if req is not None else None
+    op = op_from_wire(req) if req is not None else None
+    return Step(
+        index,
+        phase,
+        kind,
+        decision,
+        op,
+        crash_at,  # type: ignore[arg-type]
+        reply_from_wire(json.loads(reply) if reply is not None else None),
+        observed_from_wire(json.loads(observed), opened),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """One ``runs`` row with what judging it again needs."""
+
+    run_id: int
+    seed: int | None
+    policy: str
+    target: str
+    version: str
+    options: dict[str, Any]
+    decisions: tuple[int, ...]
+    verdict: str
+    liveness: str
+    trace_hash: str
+    violations: tuple[tuple[str, tuple[int, ...], str], ...]
+    scenario: str | None = None
+
+
+def build_trace(run: StoredRun, rows: Sequence[tuple[Any, ...]]) -> Trace:
+    """The run's trace from its step rows (idx, phase, kind, decision, request, reply, observed)."""
+    opened: dict[str, int] = {}
+    steps = tuple(step_from_row(*row, opened) for row in rows)
+    hello: dict[str, Any] = {}
+    if steps and steps[0].reply is not None and isinstance(steps[0].reply, Ok):
+        hello = steps[0].reply.result  # the first step is always hello; its result heads the trace
+    header = TraceHeader(run.seed, run.policy, run.target, hello, run.version, run.options)
+    return Trace(header, steps)
+
+
+_RUN_COLUMNS = "run_id, seed, policy, target, version, options, decisions, verdict, liveness, trace_hash, scenario"
+
+
+def stored_runs(con: Any, where: str = "") -> list[StoredRun]:
+    """Every run in the store (optionally filtered by a SQL condition), with its violations."""
+    found: dict[int, list[tuple[str, tuple[int, ...], str]]] = {}
+    for run_id, invariant, steps, message in con.execute(
+        "SELECT run_id, invariant, steps, message FROM violations ORDER BY run_id, rowid"
+    ).fetchall():
+        found.setdefault(run_id, []).append((invariant, tuple(steps), message))
+    rows = con.execute(f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY run_id").fetchall()
+    return [
+        StoredRun(
+            r[0],
+            None if r[1] is None else int(r[1]),
+            r[2],
+            r[3],
+            r[4],
+            json.loads(r[5]),
+            tuple(r[6]),
+            r[7],
+            r[8],
+            r[9],
+            tuple(found.get(r[0], ())),
+            r[10],
+        )
+        for r in rows
+    ]
+
+
+def traces(con: Any, runs: Sequence[StoredRun]) -> Iterator[tuple[StoredRun, Trace]]:
+    """Each run with its rebuilt trace; steps are read in one ordered scan
+    (one query per run would dominate for large stores)."""
+    by_id = {r.run_id: r for r in runs}
+    cursor = con.execute(
+        "SELECT run_id, idx, phase, kind, decision, request, reply, observed FROM steps ORDER BY run_id, idx"
+    )
+    current: int | None = None
+    rows: list[tuple[Any, ...]] = []
+    while True:
+        batch = cursor.fetchmany(10_000)
+        for row in batch:
+            if row[0] != current:
+                if current in by_id:
+                    yield by_id[current], build_trace(by_id[current], rows)
+                current, rows = row[0], []
+            rows.append(row[1:])
+        if not batch:
+            break
+    if current in by_id:
+        yield by_id[current], build_trace(by_id[current], rows)

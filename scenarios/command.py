@@ -1,0 +1,79 @@
+"""``inboxsim run``: the command's work, kept out of ``cli.py`` so that the
+command line stays a thin layer (and other commands, such as ``conformance``,
+can run the library the same way).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import ExitCode, HarnessError
+from ..model import Policy
+from .load import LoadedScenario, library_paths, load_scenario, resolve_policy
+from .runner import ScenarioResult, default_monitor, run_scenario
+
+
+def gather(files: Sequence[str], library: bool) -> list[LoadedScenario]:
+    """Load every file (all of them first: a malformed file stops the command
+    before anything runs)."""
+    if not files and not library:
+        raise HarnessError("run needs scenario files, or --library for the named library")
+    paths: list[str] = [str(p) for p in library_paths()] if library else []
+    paths += list(files)
+    return [load_scenario(p) for p in paths]
+
+
+def run_all(
+    scenarios: Sequence[LoadedScenario], policy: str | None, progress: bool = True
+) -> tuple[list[ScenarioResult], bool]:
+    """Run each scenario (``policy`` overrides every file's); returns the
+    results and whether the invariant checkers judged them."""
+    override: Policy | None = resolve_policy(policy) if policy is not None else None
+    monitor = default_monitor()
+    if monitor is None and progress:
+        print(
+            "run: the invariant checkers are not available; judging expectations only",
+            file=sys.stderr,
+        )
+    results = []
+    for number, loaded in enumerate(scenarios, start=1):
+        if progress:
+            print(f"run: [{number}/{len(scenarios)}] {loaded.name}", file=sys.stderr)
+        results.append(run_scenario(loaded, override, monitor=monitor))
+    return results, monitor is not None
+
+
+def exit_code(results: Sequence[ScenarioResult]) -> int:
+    return int(ExitCode.OK if all(r.passed for r in results) else ExitCode.TARGET_FAILED)
+
+
+def document(
+    results: Sequence[ScenarioResult], checked: bool, policy: str | None
+) -> dict[str, Any]:
+    """The ``run --json`` document."""
+    return {
+        "policy_override": policy,
+        "invariants_checked": checked,
+        "passed": sum(r.passed for r in results),
+        "failed": sum(not r.passed for r in results),
+        "scenarios": [r.to_dict() for r in results],
+    }
+
+
+def table(results: Sequence[ScenarioResult], checked: bool) -> list[str]:
+    """The human summary: one row per scenario, then each failure."""
+    width = max((len(r.name) for r in results), default=8)
+    pwidth = max((len(r.policy) for r in results), default=6)
+    lines = [f"{'scenario':<{width}}  {'policy':<{pwidth}}  {'steps':>5}  result"]
+    for r in results:
+        verdict = "pass" if r.passed else f"FAIL ({len(r.failures)})"
+        lines.append(f"{r.name:<{width}}  {r.policy:<{pwidth}}  {r.steps_run:>5}  {verdict}")
+    for r in results:
+        for failure in r.failures:
+            lines.append(f"{r.name}: {failure}")
+    passed = sum(r.passed for r in results)
+    note = "" if checked else " (invariant checkers not available: expectations only)"
+    lines.append(f"{passed} passed, {len(results) - passed} failed{note}")
+    return lines

@@ -1,0 +1,77 @@
+"""The simulator's link to the invariant checkers (``inboxsim.invariants``).
+
+The run loop feeds every step to a monitor and stops at the first violation.
+The checkers live in their own package; this module is the one place that
+imports them, so that a missing or broken checker package is reported as one
+clear harness error rather than an import traceback from deep in a worker.
+
+The interface the run loop relies on::
+
+    Violation(invariant: str, steps: tuple[int, ...], message: str)
+    m = Monitor(policy, hello_result)
+    m.feed(step) -> list[Violation]
+    m.finish(liveness: bool) -> list[Violation]
+    m.exercised: set[str]
+
+and, for the checkers' module a sweep names, a third argument
+``Monitor(policy, hello_result, only_expected)``: a sweep judges every
+invariant by default, so that it shows where a policy departs from them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..errors import HarnessError
+from ..model import Policy
+from .trace import Step
+
+
+class ViolationLike(Protocol):
+    invariant: str
+    steps: tuple[int, ...]
+    message: str
+
+
+class MonitorLike(Protocol):
+    exercised: set[str]
+
+    def feed(self, step: Step) -> list[Any]: ...
+
+    def finish(self, liveness: bool) -> list[Any]: ...
+
+
+MonitorFactory = Callable[[Policy, dict[str, Any]], MonitorLike]
+ViolationFactory = Callable[[str, tuple[int, ...], str], Any]
+
+
+DEFAULT = "inboxsim.invariants"
+
+
+def load(module: str | None = None) -> tuple[MonitorFactory, ViolationFactory]:
+    """``Monitor`` and ``Violation`` from the checkers' module (by default
+    :mod:`inboxsim.invariants`; another module with the same two names can
+    stand in, e.g. a test's stub or a deliberately weakened checker), or a
+    HarnessError saying why they are not available."""
+    name = module or DEFAULT
+    try:
+        found = importlib.import_module(name)
+        return found.Monitor, found.Violation
+    except (ImportError, AttributeError) as exc:
+        raise HarnessError(
+            f"the invariant checkers are not available ({name}: {exc}); "
+            "a run cannot be judged without them"
+        ) from None
+
+
+def monitor_for(module: str | None, only_expected: bool) -> tuple[MonitorFactory, ViolationFactory]:
+    """The run's monitor factory from the checkers' module: every invariant,
+    or (``only_expected``) only those the policy is expected to keep."""
+    monitor, violation = load(module)
+
+    def build(policy: Policy, hello: dict[str, Any]) -> MonitorLike:
+        return monitor(policy, hello, only_expected)  # type: ignore[call-arg]
+
+    return build, violation

@@ -1,0 +1,165 @@
+"""Canonical JSON text of steps, and the trace hash computed from it.
+
+The store keeps each step's request, reply and observations as JSON text, and
+the trace hash covers the canonical text of each whole step. Both come from
+the same three strings per step: the whole step's canonical text is assembled
+from them (its keys are few and fixed, so their sorted order is written out
+here), which avoids encoding everything twice. ``tests/test_sim_run.py``
+checks that both equal what :mod:`inboxsim.sim.trace` computes generically
+(``canonical(step_wire(step))`` and :func:`~inboxsim.sim.trace.trace_hash`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import fields
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from typing import Any
+
+from ..model import Call, Event, Op
+from .trace import MessageView, Observed, PendingView, Step, TraceHeader, reply_wire
+
+# One encoder, built once, with trace.canonical's settings: json.dumps with
+# keyword arguments builds a new encoder object on every call, and even a kept
+# JSONEncoder builds its C scanner per call. Where the C scanner exists it is
+# built once here (no cycle check: the values are the harness's own, acyclic).
+_generic = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_encode: Callable[[Any], str] = _generic.encode
+if c_make_encoder is not None:
+    _scan = c_make_encoder(
+        None, _generic.default, encode_basestring, None, ":", ",", True, False, True
+    )
+
+    def _encode_fast(value: Any) -> str:
+        return "".join(_scan(value, 0))
+
+    _encode = _encode_fast
+
+# Field names of each operation type, looked up once (dataclasses.fields is slow).
+_OP_FIELDS: dict[type, tuple[str, ...]] = {}
+
+StepText = tuple[str, str, str]  # request, reply, observed: canonical JSON text
+
+_string = encode_basestring  # a JSON string literal, non-ASCII kept (ensure_ascii=False)
+
+
+def step_text(step: Step) -> StepText:
+    """The canonical JSON text of a step's request, reply and observations:
+    ``canonical(step_wire(step)[part])`` for each part, built directly.
+
+    Why by hand: this runs for every step of every run, and the generic path
+    parses each event's data (already canonical text) only to encode it again.
+    """
+    request = step.request
+    if request is None:
+        request_text = "null"
+    else:
+        wire = request_wire(request)
+        if step.crash_at is not None:
+            wire["crash_at"] = step.crash_at
+        request_text = _encode(wire)
+    return request_text, _encode(reply_wire(step.reply)), observed_text(step.observed)
+
+
+def request_wire(op: Op) -> dict[str, Any]:
+    """``op.to_wire()``, with the field names cached per operation type."""
+    names = _OP_FIELDS.get(type(op))
+    if names is None:
+        names = _OP_FIELDS[type(op)] = tuple(f.name for f in fields(op) if f.name != "now")
+    wire: dict[str, Any] = {"op": op.OP, "now": op.now}
+    for name in names:
+        value = getattr(op, name)
+        if value is not None:
+            wire[name] = list(value) if isinstance(value, tuple) else value
+    return wire
+
+
+def observed_text(observed: Observed) -> str:
+    """``canonical(observed_wire(observed))``; keys in sorted order:
+    calls, events, pending, transcript."""
+    parts = []
+    if observed.calls is not None:
+        parts.append('"calls":[' + ",".join(map(_call, observed.calls)) + "]")
+    if observed.events:
+        parts.append('"events":[' + ",".join(map(_event, observed.events)) + "]")
+    if observed.pending:
+        pending = sorted(observed.pending, key=_first)
+        parts.append(
+            '"pending":{'
+            + ",".join(f"{_string(s)}:[{','.join(map(_pending, v))}]" for s, v in pending)
+            + "}"
+        )
+    if observed.transcript:
+        transcript = sorted(observed.transcript, key=_first)
+        parts.append(
+            '"transcript":{'
+            + ",".join(f"{_string(s)}:[{','.join(map(_message, v))}]" for s, v in transcript)
+            + "}"
+        )
+    return "{" + ",".join(parts) + "}"
+
+
+def _first(pair: tuple[str, object]) -> str:
+    return pair[0]
+
+
+def _event(e: Event) -> str:
+    # Keys sorted: data, input, seq, session, time, type. ``data`` is kept as
+    # canonical JSON text by the model (same settings as trace.canonical).
+    who = "" if e.input is None else f',"input":{_string(e.input)}'
+    return (
+        f'{{"data":{e.data}{who},"seq":{e.seq},"session":{_string(e.session)},'
+        f'"time":{e.time},"type":{_string(e.type)}}}'
+    )
+
+
+def _pending(r: PendingView) -> str:
+    # Keys sorted: admitted_seq, delivery, input, time, type; None left out.
+    delivery = "" if r.delivery is None else f',"delivery":{_string(r.delivery)}'
+    return (
+        f'{{"admitted_seq":{r.admitted_seq}{delivery},"input":{_string(r.input)},'
+        f'"time":{r.time},"type":{_string(r.type)}}}'
+    )
+
+
+def _message(m: MessageView) -> str:
+    # Keys sorted: copied_from, id, seq, time, type; None left out.
+    copied = "" if m.copied_from is None else f'"copied_from":{_string(m.copied_from)},'
+    return (
+        f'{{{copied}"id":{_string(m.id)},"seq":{m.seq},"time":{m.time},"type":{_string(m.type)}}}'
+    )
+
+
+def _call(c: Call) -> str:
+    # Keys sorted: call, context, final, kind, session, step.
+    context = ",".join(map(_string, c.context))
+    final = "true" if c.final else "false"
+    return (
+        f'{{"call":{_string(c.call)},"context":[{context}],"final":{final},"kind":{_string(c.kind)},'
+        f'"session":{_string(c.session)},"step":{c.step}}}'
+    )
+
+
+def whole_step_text(step: Step, text: StepText) -> str:
+    """``trace.canonical(step_wire(step))``, assembled from ``text``."""
+    request, reply, observed = text
+    # Keys in sorted order: decision, index, kind, observed, phase, reply, request.
+    return (
+        f'{{"decision":{_string(step.decision)},"index":{step.index},"kind":{_string(step.kind)},'
+        f'"observed":{observed},"phase":{_string(step.phase)},"reply":{reply},"request":{request}}}'
+    )
+
+
+def header_text(header: TraceHeader) -> str:
+    return _encode({"policy": header.policy, "hello": header.hello, "version": header.version})
+
+
+def trace_hash_of(header: TraceHeader, steps: Iterable[Step], texts: Iterable[StepText]) -> str:
+    """The trace hash (as :func:`~inboxsim.sim.trace.trace_hash`) from step texts."""
+    digest = hashlib.sha256(header_text(header).encode())
+    for step, text in zip(steps, texts, strict=True):
+        digest.update(b"\n")
+        digest.update(whole_step_text(step, text).encode())
+    return digest.hexdigest()

@@ -1,0 +1,767 @@
+"""Bounded-exhaustive exploration: every interleaving of a small world, breadth first.
+
+Theory of operation (after TLC's breadth-first search with a fingerprint set,
+``harness-anchors.md`` 1.8, and P's exhaustive mode, 1.7):
+
+- **World.** ``N`` sessions (``s1`` .. ``sN``), created up front after
+  ``hello`` (the prefix, at ``now`` 0, not counted in the depth). Each session
+  has a fixed pool of ``POOL`` fresh input IDs (``s1.i1``, ``s1.i2``), so the
+  world is finite. The ``d``-th operation of a path is sent with ``now = d``,
+  so the clock is strictly monotonic along every path.
+
+- **Alphabet** (per session ``s``, only what the target's ``hello`` features
+  allow; :data:`FAMILIES` names each family and gives the text the command
+  prints):
+
+  1. ``prompt`` with the session's next unused pool ID, ``delivery: steer``;
+  2. the same with ``delivery: queue``;
+  3. ``synthetic`` with the next unused pool ID (``delivery: steer``);
+  4. for every live input ID of the session: its **exact retry** (the same
+     request again, rebuilt from its admission record) and a **conflicting
+     retry** (same ID and kind, another text);
+  5. ``compact`` (omitted ID: the target generates the barrier's);
+  6. ``interrupt`` and ``resume``;
+  7. for the session's open call: ``answer`` with ``stop``, ``tool`` and ``error``;
+  8. every request above that can crash (prompt, synthetic, compact, resume,
+     answer), once per failpoint it actually reaches (``after_admit``,
+     ``mid_promotion``, ``after_promotion``), followed by the restart ``hello``;
+
+  and, once per world, 9. a **crash between requests** (a kill), followed by
+  the restart ``hello``.
+
+  The "next unused pool ID" is the lowest-numbered pool ID the session has
+  never admitted: choosing any other unused one would only rename inputs, so
+  this is where input-renaming symmetry is taken, at the source.
+
+- **Exhaustive for the bound.** Every sequence of at most ``D`` operations
+  from this alphabet over ``N`` sessions is covered: a state is expanded the
+  first (shallowest) time it is reached, and a state reached again is
+  equivalent to one already expanded (same canonical key, below) with at least
+  as much depth left, so its futures are already covered. Every transition is
+  judged, also those that lead to a known state (a step can be wrong even
+  when the state it leads to is fine).
+
+- **Canonical key** (:func:`state_key`), over the model's ``State`` but no
+  pydantic and no counters:
+
+  - a session is its durable event log (the pending inbox, transcript and
+    staged revert are a fold of it, ``model/store.py``) and its volatile run;
+  - input IDs are renamed by order of first appearance in the session's log,
+    which also normalizes generated IDs (barrier IDs, ``in-N``) whose numbers
+    come from the global counter; call IDs are dropped (a session has at most
+    one open call) and calls keep only their opening order among open calls;
+  - times are replaced by their dense rank within the session. The model
+    never compares times (it copies them), and every later request carries a
+    larger ``now`` than any recorded time, so two states that differ only in
+    how their sessions' clocks interleave have the same futures up to that
+    relabelling; this is where interleavings of commuting operations on
+    different sessions collapse (a state-level partial-order reduction);
+  - **symmetry:** sessions are interchangeable (all created up front alike),
+    so the key is the *sorted* tuple of per-session forms: worlds that differ
+    only by session names collapse.
+
+- **Judging.** The invariant monitor is mutable and history-dependent: each
+  expanded node keeps its own monitor, and every transition is fed to a copy
+  of it. A node's monitor is the one of the shortest path to its state (BFS),
+  so the first violation found is on a shortest path, and it is reported with
+  the full trace from ``hello``. Each new distinct state also gets the
+  end-of-run safety checks (``finish(liveness=False)`` on a copy), since
+  every path prefix is a run of its own; liveness is not judged here (a
+  bounded prefix need not settle).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import (
+    FAILPOINTS,
+    Answer,
+    Compact,
+    Crashed,
+    Create,
+    Interrupt,
+    Op,
+    Policy,
+    Prompt,
+    Resume,
+    State,
+    Synthetic,
+    apply,
+    initial_state,
+)
+from ..model.state import Run
+from ..model.store import SessionLog
+from .target import hello_op, observe
+from .trace import Step
+
+POOL = 2
+"""Fresh input IDs per session (user and synthetic share the pool: one namespace)."""
+DEFAULT_SESSIONS = 2
+DEFAULT_DEPTH = 3
+"""Small enough that the full alphabet with every checker runs in seconds (2
+sessions: about 5,800 distinct states); the benchmark goes deeper."""
+DEFAULT_STEP_LIMIT = 2
+"""A small step allowance, so that a final step (where ``tool`` counts as
+``stop``) is reachable within a few answers."""
+
+PROMPT_TEXT = "p"
+SYNTHETIC_TEXT = "y"
+CONFLICT_TEXT = "x"  # a retry with this text is not exact under strict retry identity
+FINISHES = ("stop", "tool", "error")
+CRASHABLE = (Prompt, Synthetic, Compact, Resume, Answer)
+
+FAMILIES: dict[str, str] = {
+    "prompt_steer": "per session s: prompt, delivery steer, with s's next unused pool ID",
+    "prompt_queue": "per session s: prompt, delivery queue, with s's next unused pool ID",
+    "synthetic": "per session s: synthetic (steer) with s's next unused pool ID",
+    "retry": "per live input ID of s: its exact retry (the same request again)",
+    "conflict": "per live input ID of s: a conflicting retry (same ID and kind, other text)",
+    "compact": "per session s: compact (the target generates the barrier ID)",
+    "interrupt": "per session s: interrupt",
+    "resume": "per session s: resume",
+    "answer_stop": "per open call: answer stop",
+    "answer_tool": "per open call: answer tool",
+    "answer_error": "per open call: answer error",
+    "failpoints": "each crashable request above (prompt, synthetic, compact, resume, answer) "
+    "once per failpoint it reaches (after_admit, mid_promotion, after_promotion), "
+    "then the restart hello",
+    "kill": "once per world: a crash between requests (kill), then the restart hello",
+}
+"""The alphabet's operation families, as the command prints them."""
+FULL = frozenset(FAMILIES)
+
+
+def parse_alphabet(text: str | None) -> frozenset[str]:
+    """``None`` or ``full``: every family; else a comma-separated list of
+    families, or ``full-FAMILY,...`` for the full alphabet without some."""
+    if text is None or text == "full":
+        return FULL
+    if text.startswith("full-"):
+        names, base = text[5:].split(","), FULL
+    else:
+        names, base = text.split(","), frozenset()
+    unknown = [n for n in names if n not in FAMILIES]
+    if unknown:
+        word = "families" if len(unknown) > 1 else "family"
+        known = ", ".join(FAMILIES)
+        raise ValueError(f"unknown alphabet {word} {', '.join(unknown)}; known: {known}")
+    return base - frozenset(names) if base else frozenset(names)
+
+
+def describe(alphabet: frozenset[str]) -> list[str]:
+    """The alphabet in words, in a fixed order."""
+    return [text for name, text in FAMILIES.items() if name in alphabet]
+
+
+# --- the alphabet ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One operation of the alphabet: a request (maybe asked to crash at a
+    failpoint), or a kill between requests (``op`` is None)."""
+
+    label: str
+    op: Op | None
+    crash_at: str | None = None
+
+
+def pool_ids(session: str) -> tuple[str, ...]:
+    return tuple(f"{session}.i{k}" for k in range(1, POOL + 1))
+
+
+def _next_fresh(state: State, session: str) -> str | None:
+    """The lowest pool ID the session never admitted (no ID is ever freed
+    in this alphabet: there is no revert, and barrier IDs are generated)."""
+    owners = state.store.owners
+    for ident in pool_ids(session):
+        if ident not in owners:
+            return ident
+    return None
+
+
+def _live_inputs(log: SessionLog) -> Iterator[tuple[str, str, str | None]]:
+    """(ID, kind, delivery) of the session's pending and visible user and
+    synthetic inputs, in admission order: the IDs a client may retry."""
+    rows = [m.receipt for m in log.transcript if m.receipt is not None]
+    rows += [r for r in log.pending if r.type != "compaction"]
+    for row in sorted(rows, key=lambda r: r.admitted_seq):
+        yield row.input, row.type, row.delivery
+
+
+def _resend(session: str, ident: str, kind: str, delivery: str | None, text: str, now: int) -> Op:
+    if kind == "user":
+        return Prompt(now, session=session, input=ident, text=text, delivery=delivery)
+    return Synthetic(now, session=session, input=ident, text=text, delivery=delivery)
+
+
+def session_actions(state: State, session: str, now: int, enabled: frozenset[str]) -> list[Action]:
+    """The requests of the alphabet on one session, without crash variants.
+
+    ``enabled``: the alphabet's families that the target's features allow."""
+    log = state.store.sessions[session]
+    acts: list[Action] = []
+    op: Op
+    fresh = _next_fresh(state, session)
+    if fresh is not None:
+        for delivery in ("steer", "queue"):
+            if "prompt_" + delivery in enabled:
+                op = Prompt(now, session=session, input=fresh, text=PROMPT_TEXT, delivery=delivery)
+                acts.append(Action(f"prompt({session},{fresh},{delivery})", op))
+        if "synthetic" in enabled:
+            op = Synthetic(now, session=session, input=fresh, text=SYNTHETIC_TEXT, delivery="steer")
+            acts.append(Action(f"synthetic({session},{fresh},steer)", op))
+    for ident, kind, sent in _live_inputs(log):
+        exact = PROMPT_TEXT if kind == "user" else SYNTHETIC_TEXT
+        if "retry" in enabled:
+            op = _resend(session, ident, kind, sent, exact, now)
+            acts.append(Action(f"retry({session},{ident})", op))
+        if "conflict" in enabled:
+            op = _resend(session, ident, kind, sent, CONFLICT_TEXT, now)
+            acts.append(Action(f"conflict({session},{ident})", op))
+    if "compact" in enabled:
+        acts.append(Action(f"compact({session})", Compact(now, session=session)))
+    if "interrupt" in enabled:
+        acts.append(Action(f"interrupt({session})", Interrupt(now, session=session)))
+    if "resume" in enabled:
+        acts.append(Action(f"resume({session})", Resume(now, session=session)))
+    run = state.runs.get(session)
+    if run is not None:
+        for finish in FINISHES:
+            if "answer_" + finish in enabled:
+                op = Answer(now, call=run.call.call, finish=finish)
+                acts.append(Action(f"answer({session},{finish})", op))
+    return acts
+
+
+def requests(
+    state: State, sessions: Sequence[str], now: int, enabled: frozenset[str]
+) -> list[Action]:
+    """Every plain request of the alphabet, session by session, then the kill."""
+    acts: list[Action] = []
+    for session in sessions:
+        acts.extend(session_actions(state, session, now, enabled))
+    if "kill" in enabled:
+        acts.append(Action("crash", None))
+    return acts
+
+
+# The hello features each family needs (adapter-protocol.md, "Features"): the
+# harness never sends an operation whose feature is missing.
+_NEEDS = {
+    "synthetic": "synthetic",
+    "compact": "compaction",
+    "interrupt": "interrupt",
+    "resume": "resume",
+    "failpoints": "failpoints",
+}
+
+
+def enabled_families(alphabet: frozenset[str], features: Iterable[str]) -> frozenset[str]:
+    have = set(features)
+    return frozenset(f for f in alphabet if f not in _NEEDS or _NEEDS[f] in have)
+
+
+# --- transitions ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One action taken: the state it leads to and the trace steps it makes
+    (the request, and the restart ``hello`` after a crash). Step indexes are
+    relative (0, 1) and fixed up when a path is laid out."""
+
+    action: Action
+    state: State
+    steps: tuple[Step, ...]
+
+
+def _restart(state: State, now: int, step_limit: int, index: int) -> tuple[State, Step]:
+    hello = hello_op(now, step_limit)
+    outcome = apply(state, hello)
+    step = Step(
+        index,
+        "safety",
+        "request",
+        "restart",
+        hello,
+        None,
+        outcome.reply,
+        observe(state, outcome.state, outcome.events),
+    )
+    return outcome.state, step
+
+
+def take(state: State, action: Action, now: int, step_limit: int, base: int) -> Transition:
+    """Apply one action; ``base`` is the index of its first step."""
+    if action.op is None:
+        crashed = state.crashed()
+        kill = Step(
+            base, "safety", "crash", action.label, None, None, None, observe(state, crashed, ())
+        )
+        after, hello = _restart(crashed, now, step_limit, base + 1)
+        return Transition(action, after, (kill, hello))
+    outcome = apply(state, action.op, action.crash_at)
+    step = Step(
+        base,
+        "safety",
+        "request",
+        action.label,
+        action.op,
+        action.crash_at,
+        outcome.reply,
+        observe(state, outcome.state, outcome.events),
+    )
+    if isinstance(outcome.reply, Crashed):
+        after, hello = _restart(outcome.state, now, step_limit, base + 1)
+        return Transition(action, after, (step, hello))
+    return Transition(action, outcome.state, (step,))
+
+
+def transitions(
+    state: State,
+    sessions: Sequence[str],
+    now: int,
+    step_limit: int,
+    enabled: frozenset[str],
+    base: int,
+) -> Iterator[Transition]:
+    """Every transition of the alphabet from ``state``, crash variants included."""
+    failpoints = "failpoints" in enabled
+    for action in requests(state, sessions, now, enabled):
+        plain = take(state, action, now, step_limit, base)
+        yield plain
+        # A failpoint is only ever passed after the request appended an event
+        # (an admission, a promotion, or the execution/step events before a
+        # boundary), so a request that appended nothing reaches none: skip
+        # the three trial applies.
+        if (
+            not failpoints
+            or not isinstance(action.op, CRASHABLE)
+            or not plain.steps[0].observed.events
+        ):
+            continue
+        for point in FAILPOINTS:
+            variant = Action(f"{action.label}@{point}", action.op, point)
+            crashed = take(state, variant, now, step_limit, base)
+            if isinstance(
+                crashed.steps[0].reply, Crashed
+            ):  # reached it; else it is the plain request
+                yield crashed
+
+
+# --- the canonical key ----------------------------------------------------------
+
+
+def _session_form(log: SessionLog, symmetric: bool) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """A session's events with inputs renamed and times ranked; returns the
+    form and the input renaming (the run's call context uses it).
+
+    ``symmetric=False`` keeps pool IDs by name and renames only the IDs the
+    target generated (the brute-force check needs names to rename itself)."""
+    names: dict[str, Any] = {}
+    times = sorted({e.time for e in log.events})
+    rank = {t: i for i, t in enumerate(times)}
+    form = []
+    for e in log.events:
+        ident: Any = -1
+        if e.input is not None:
+            ident = names.get(e.input)
+            if ident is None:
+                ident = names[e.input] = _rename(e.input, len(names), log.id, symmetric)
+        form.append((e.seq, e.type, rank[e.time], ident, e.data))
+    return tuple(form), names
+
+
+def _rename(ident: str, order: int, session: str, symmetric: bool) -> Any:
+    if symmetric:
+        return order
+    return ident if ident.startswith(session + ".") else f"gen{order}"
+
+
+def _run_form(run: Run | None, names: dict[str, Any], order: dict[str, int]) -> tuple[Any, ...]:
+    if run is None:
+        return ()
+    c = run.call
+    context = tuple(names[m] for m in c.context)
+    return (
+        order[c.call],
+        c.kind,
+        c.step,
+        c.final,
+        context,
+        run.phase,
+        run.forced,
+        run.step,
+        run.cont,
+        run.doorbell,
+    )
+
+
+FormCache = dict[int, tuple[SessionLog, tuple[Any, ...], dict[str, Any]]]
+
+
+def state_key(
+    state: State, symmetric: bool = True, cache: FormCache | None = None
+) -> tuple[Any, ...]:
+    """The canonical key of a state (see the module docstring).
+
+    ``symmetric=True``: the sorted per-session forms, inputs renamed by first
+    appearance. ``symmetric=False``: sessions by name in name order, pool IDs
+    kept, only normalizations that do not rename the harness's own IDs.
+
+    ``cache`` maps ``id(log)`` to the log (kept alive, so the id is not
+    reused) and its form: a transition changes one session, and its siblings
+    share the other sessions' logs, so most forms are computed once."""
+    calls = state.open_calls()
+    order = {c.call: i for i, c in enumerate(calls)}
+    forms = []
+    for sid in sorted(state.store.sessions):
+        log = state.store.sessions[sid]
+        hit = cache.get(id(log)) if cache is not None else None
+        if hit is not None and hit[0] is log:
+            events, names = hit[1], hit[2]
+        else:
+            events, names = _session_form(log, symmetric)
+            if cache is not None:
+                cache[id(log)] = (log, events, names)
+        run = _run_form(state.runs.get(sid), names, order)
+        forms.append((events, run) if symmetric else (sid, events, run))
+    if symmetric:
+        forms.sort()
+    return tuple(forms)
+
+
+# --- the search ------------------------------------------------------------------
+
+MonitorFactory = Callable[[Policy, dict[str, Any]], Any]
+
+
+@dataclass(slots=True)
+class _Node:
+    """A distinct state on the frontier, with the path that first reached it."""
+
+    state: State | None  # dropped once expanded
+    monitor: Any
+    parent: _Node | None
+    steps: tuple[Step, ...]  # the transition that reached it
+    length: int  # trace steps from hello up to and including this node's
+
+
+@dataclass(slots=True)
+class ExploreResult:
+    """What a search found; ``violations`` and ``trace`` are empty when all held."""
+
+    policy: str
+    sessions: int
+    depth: int
+    step_limit: int
+    alphabet: tuple[str, ...]  # the families explored (the target's features allowing)
+    states: int = 0
+    transitions: int = 0
+    depth_reached: int = 0
+    complete: bool = False  # the state space closed before the bound
+    per_depth: list[int] = field(default_factory=list)  # new distinct states at each depth
+    seconds: float = 0.0
+    violations: list[Any] = field(default_factory=list)
+    trace: tuple[Step, ...] = ()
+    hello: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def states_per_second(self) -> float:
+        return self.states / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def operations(self) -> int:
+        """Alphabet operations on the counterexample (restarts not counted)."""
+        return sum(
+            1
+            for s in self.trace
+            if s.decision not in ("hello", "restart") and s.decision[:7] != "create("
+        )
+
+
+def exhaustive_claim(sessions: int, depth: int) -> str:
+    return (
+        f"exhaustive: every sequence of at most {depth} operations from this alphabet "
+        f"over {sessions} session{'s' if sessions != 1 else ''}"
+    )
+
+
+def session_names(n: int) -> tuple[str, ...]:
+    return tuple(f"s{k}" for k in range(1, n + 1))
+
+
+def _prefix(
+    policy: Policy, sessions: Sequence[str], step_limit: int
+) -> tuple[State, list[Step], dict[str, Any]]:
+    """hello and the creates, at ``now`` 0."""
+    state = initial_state(policy, step_limit)
+    hello = hello_op(0, step_limit)
+    out = apply(state, hello)
+    steps = [
+        Step(
+            0,
+            "safety",
+            "request",
+            "hello",
+            hello,
+            None,
+            out.reply,
+            observe(state, out.state, out.events),
+        )
+    ]
+    state = out.state
+    for sid in sessions:
+        op = Create(0, session=sid)
+        out = apply(state, op)
+        steps.append(
+            Step(
+                len(steps),
+                "safety",
+                "request",
+                f"create({sid})",
+                op,
+                None,
+                out.reply,
+                observe(state, out.state, out.events),
+            )
+        )
+        state = out.state
+    return state, steps, out_result(steps[0])
+
+
+def out_result(step: Step) -> dict[str, Any]:
+    return dict(step.reply.result)  # type: ignore[union-attr]
+
+
+def path(node: _Node, prefix: Sequence[Step]) -> tuple[Step, ...]:
+    """The full trace to ``node``, steps renumbered from 0."""
+    chunks: list[tuple[Step, ...]] = []
+    while node is not None:
+        chunks.append(node.steps)
+        node = node.parent  # type: ignore[assignment]
+    flat = list(prefix) + [s for chunk in reversed(chunks) for s in chunk]
+    return tuple(_reindexed(s, i) for i, s in enumerate(flat))
+
+
+def _reindexed(step: Step, index: int) -> Step:
+    if step.index == index:
+        return step
+    return Step(
+        index,
+        step.phase,
+        step.kind,
+        step.decision,
+        step.request,
+        step.crash_at,
+        step.reply,
+        step.observed,
+    )
+
+
+def _judge(monitor: Any, steps: Iterable[Step]) -> tuple[Any, list[Any]]:
+    """Feed steps to a copy of ``monitor``; the copy and what it found."""
+    child = copy.deepcopy(monitor)
+    found: list[Any] = []
+    for step in steps:
+        found.extend(child.feed(step))
+    return child, found
+
+
+def _judge_end(monitor: Any) -> list[Any]:
+    """End-of-run safety checks (``finish(liveness=False)``) as if the run
+    stopped here, on a copy: every path prefix is a run of its own."""
+    finish = getattr(monitor, "finish", None)
+    if finish is None:
+        return []
+    return list(copy.deepcopy(monitor).finish(False))
+
+
+def explore(
+    policy: Policy,
+    monitor: MonitorFactory,
+    sessions: int = DEFAULT_SESSIONS,
+    depth: int = DEFAULT_DEPTH,
+    step_limit: int = DEFAULT_STEP_LIMIT,
+    alphabet: frozenset[str] = FULL,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> ExploreResult:
+    """Breadth-first search of every interleaving up to ``depth`` operations.
+
+    Stops at the first violation (on a shortest path, by BFS). ``progress``
+    is called after each depth with (depth, distinct states, transitions).
+    """
+    started = time.perf_counter()
+    names = session_names(sessions)
+    state, prefix, hello = _prefix(policy, names, step_limit)
+    enabled = enabled_families(alphabet, hello.get("features", ()))
+    result = ExploreResult(
+        policy.name,
+        sessions,
+        depth,
+        step_limit,
+        tuple(f for f in FAMILIES if f in enabled),
+        hello=hello,
+    )
+    root_monitor, found = _judge(monitor(policy, hello), prefix)
+    if found:
+        result.violations, result.trace = found, tuple(prefix)
+        return _done(result, started)
+    visited = {state_key(state)}
+    frontier = [_Node(state, root_monitor, None, (), len(prefix))]
+    result.states = 1
+    for now in range(1, depth + 1):
+        fresh: list[_Node] = []
+        cache: FormCache = {}  # per depth: bounded by the logs of two levels
+        for node in frontier:
+            source, node.state = node.state, None  # keep only what the path needs
+            assert source is not None
+            for t in transitions(source, names, now, step_limit, enabled, node.length):
+                result.transitions += 1
+                child_monitor, found = _judge(node.monitor, t.steps)
+                child = _Node(t.state, child_monitor, node, t.steps, node.length + len(t.steps))
+                if found:
+                    result.violations, result.trace = found, path(child, prefix)
+                    result.depth_reached = now
+                    result.states = len(visited)
+                    return _done(result, started)
+                if t.state is source:  # an error reply: nothing changed
+                    continue
+                key = state_key(t.state, cache=cache)
+                if key not in visited:
+                    visited.add(key)
+                    found = _judge_end(child_monitor)
+                    if found:
+                        result.violations, result.trace = found, path(child, prefix)
+                        result.depth_reached, result.states = now, len(visited)
+                        return _done(result, started)
+                    fresh.append(child)
+            node.monitor = None  # its children have their own copies
+        result.per_depth.append(len(fresh))
+        result.states = len(visited)
+        if fresh:
+            result.depth_reached = now
+        if progress is not None:
+            progress(now, result.states, result.transitions)
+        if not fresh:
+            result.complete = True
+            break
+        frontier = fresh
+    return _done(result, started)
+
+
+def _done(result: ExploreResult, started: float) -> ExploreResult:
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+# --- the result document ---------------------------------------------------------
+
+
+def violation_wire(v: Any) -> dict[str, Any]:
+    return {"invariant": v.invariant, "steps": list(v.steps), "message": v.message}
+
+
+def result_document(result: ExploreResult, out: str | None) -> dict[str, Any]:
+    """The ``explore --json`` document."""
+    from .trace import step_wire
+
+    return {
+        "policy": result.policy,
+        "sessions": result.sessions,
+        "depth": result.depth,
+        "step_limit": result.step_limit,
+        "pool": POOL,
+        "alphabet": list(result.alphabet),
+        "alphabet_text": describe(frozenset(result.alphabet)),
+        "claim": exhaustive_claim(result.sessions, result.depth),
+        "states": result.states,
+        "transitions": result.transitions,
+        "depth_reached": result.depth_reached,
+        "complete": result.complete,
+        "new_states_per_depth": result.per_depth,
+        "seconds": round(result.seconds, 3),
+        "states_per_second": round(result.states_per_second, 1) if result.seconds > 0 else None,
+        "violations": [violation_wire(v) for v in result.violations],
+        "counterexample": [step_wire(s) for s in result.trace],
+        "counterexample_file": out if result.violations else None,
+    }
+
+
+def render_counterexample(result: ExploreResult, policy: Policy) -> tuple[str, str]:
+    """The shortest counterexample as file text, and its format: a scenario
+    TOML file (``inboxsim run`` reruns it) when the renderer is available,
+    else the trace's steps as JSON lines (``sim/trace.py`` ``step_wire``)."""
+    first = result.violations[0]
+    try:
+        from ..scenarios.render import write_scenario
+    except ImportError:
+        from .trace import canonical, step_wire
+
+        return "".join(canonical(step_wire(s)) + "\n" for s in result.trace), "jsonl"
+    text = write_scenario(
+        result.trace,
+        policy,
+        name=f"explore-{policy.name}-{first.invariant}",
+        source=f"inboxsim explore --sessions {result.sessions} --depth {result.depth} "
+        f"--policy {policy.name}: shortest counterexample (breadth-first)",
+        step_limit=result.step_limit,
+        expect_violation=first.invariant,
+    )
+    return text, "toml"
+
+
+def summary_lines(result: ExploreResult, out: str | None) -> list[str]:
+    """The human summary of a search."""
+    lines = [
+        f"explore: policy {result.policy}, {result.sessions} session(s) created up front, "
+        f"{POOL} fresh input IDs per session, step limit {result.step_limit}, now = depth",
+        "alphabet:",
+        *(f"  - {text}" for text in describe(frozenset(result.alphabet))),
+        exhaustive_claim(result.sessions, result.depth)
+        + (
+            ""
+            if not result.violations
+            else f" (stopped at the first violation, depth {result.depth_reached})"
+        ),
+        f"distinct states: {result.states} "
+        f"(up to session renaming; new per depth: {result.per_depth})",
+        f"transitions: {result.transitions}",
+        f"depth reached: {result.depth_reached}"
+        + (" (state space closed)" if result.complete else ""),
+        f"time: {result.seconds:.2f} s, {result.states_per_second:,.0f} states/s",
+    ]
+    if not result.violations:
+        lines.append("no violation")
+        return lines
+    for v in result.violations:
+        lines.append(f"VIOLATION {v.invariant} at steps {list(v.steps)}: {v.message}")
+    lines.append(f"shortest counterexample ({result.operations} operations):")
+    for s in result.trace:
+        if s.decision in ("hello",) or s.decision.startswith("create("):
+            continue
+        lines.append(f"  [{s.index}] {s.decision}  ->  {_reply_text(s)}")
+    if out is not None:
+        lines.append(f"written to {out}")
+    return lines
+
+
+def _reply_text(step: Step) -> str:
+    from .trace import reply_wire
+
+    if step.kind == "crash":
+        return "killed"
+    wire = reply_wire(step.reply)
+    if wire is None:
+        return "-"
+    if "unknown" in wire:
+        return f"crashed at {wire['unknown']}"
+    if not wire["ok"]:
+        return f"error {wire['error']}"
+    return "ok"

@@ -1,0 +1,750 @@
+"""Lockstep conformance: drive the reference model and a target with the same
+requests and stop at the first observable difference
+(``harness-contract.md``, "Lockstep conformance: what is compared").
+
+:class:`LockstepTarget` is itself a :class:`~.target.Target`: the simulator,
+the scenario runner or the explorer drive it exactly as they drive one
+target. Each request goes to the model and to the target; their replies and
+observations are normalized and compared; the first difference raises
+:class:`Divergence`. Otherwise the **target's** reply and observation are
+returned, so that the caller's view, its next requests and the invariant
+checkers all work on the target's own trace.
+
+Normalizations (the contract's list, implemented here and nowhere else):
+
+- **IDs.** An ID the harness sent (a session, an input, a fork child) is
+  compared as it is. Any other ID is the implementation's (an omitted input's
+  ID, a barrier's, a call's): each side numbers them ``gen:1``, ``gen:2``, …
+  by order of first appearance in the compared values, which are walked in the
+  same order on both sides (reply, then each compared session's pending rows
+  and transcript in sorted session order, then the open calls). A fork's
+  copied message is named by its session and its ``copied_from`` root
+  (``copy:<session>:<root>``). A request that names an ID the target
+  generated (``answer``'s call, a revert or fork boundary, a retry of a
+  generated input ID) is translated to the model's ID of the same name before
+  the model sees it.
+- **Sequence numbers** (``admitted_seq``, ``seq``) are dropped: the lists
+  they order are compared in order.
+- **Times** become their rank among the distinct times that side has shown
+  so far in compared values (pending rows and visible messages), so only
+  their order within each side counts (the contract's "times compare only by
+  order within each side"). Receipt times are not compared across sides.
+- **Replies**: success or error code (or the failpoint a crash happened at);
+  for receipts ``input``, ``session``, ``type``, ``data``, ``delivery``. The
+  exact-retry rule is checked on each side against itself: when the model
+  answers with the receipt it gave earlier for the same input (it judged an
+  exact retry, or a barrier request coalesced), the target's receipt must equal,
+  field for field and raw, the receipt the target gave for that input before.
+  ``hello`` results are not compared (names and feature lists differ by
+  design); ``log`` results are not compared (events, below); ``messages``,
+  ``pending`` and ``calls`` results are normalized like the observations.
+- **Pending inbox**: per session, (input, type, delivery, time rank) in order.
+- **Transcript**: per session, user and synthetic messages only, (id, type,
+  time rank, copied_from) in order.
+- **Open calls**: (call, session, kind, step, final, context), oldest first;
+  the context keeps only messages the side has shown as user or synthetic
+  (IDs it never showed are kept, so an invented ID still diverges). When the
+  target's ``hello`` reports a step allowance other than the one sent,
+  ``final`` is not compared and ``allowance`` is recorded as not testable.
+
+**Events are not compared**, neither payloads nor types: the contract does
+not list them among the compared things, and the protocol says event types an
+implementation does not emit are judged per adapter ("the harness judges what
+an adapter reports"). They stay in the target's trace, where every invariant
+is judged; a difference only in events is the checkers' to find.
+
+**Features.** The ``hello`` reply returned to the caller is the target's, with
+its ``features`` narrowed to those both sides list (in the target's order),
+so a caller that chooses operations from ``hello`` skips on both sides what
+either side lacks. :meth:`LockstepTarget.features` gives that set,
+:func:`needs` what an operation requires, :meth:`LockstepTarget.testable` /
+:meth:`LockstepTarget.skip` let a caller skip and record an operation as not
+testable; sending one anyway raises :class:`NotTestable` (recorded too).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..errors import HarnessError
+from ..model import Call, Crashed, Err, Hello, Ok, Op, Reply
+from .target import Target
+from .trace import MessageView, Observed, PendingView, observed_wire, reply_wire
+
+VISIBLE = ("user", "synthetic")
+# The hello feature each operation needs (adapter-protocol.md, "Features").
+OP_FEATURE = {
+    "synthetic": "synthetic",
+    "compact": "compaction",
+    "fork": "fork",
+    "revert_stage": "revert",
+    "revert_clear": "revert",
+    "revert_commit": "revert",
+    "resume": "resume",
+    "interrupt": "interrupt",
+    "crash": "crash_op",
+}
+REFERENCES = ("input", "message", "before", "call")  # request fields that may carry a generated ID
+
+
+def needs(op: Op | str, crash_at: str | None = None) -> tuple[str, ...]:
+    """The ``hello`` features an operation needs (``failpoints`` for a ``crash_at``)."""
+    name = op if isinstance(op, str) else op.OP
+    out = [OP_FEATURE[name]] if name in OP_FEATURE else []
+    if crash_at is not None:
+        out.append("failpoints")
+    return tuple(out)
+
+
+class NotTestable(HarnessError):
+    """An operation was sent that one side's ``hello`` features do not allow."""
+
+
+# --- the divergence -----------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Divergence(Exception):
+    """The first difference between the model and the target.
+
+    ``step`` is the lockstep step index (0 = the first request), ``request`` the
+    request (``None`` for a kill), ``where`` the compared part that differs
+    (``reply``, ``retry receipt``, ``pending s1``, ``transcript s1``, ``calls``),
+    ``model``/``target`` the normalized values, ``model_raw``/``target_raw``
+    what each side gave (reply and observation as JSON), ``history`` the
+    requests that led there (one line each).
+    """
+
+    step: int
+    request: dict[str, Any] | None
+    where: str
+    model: Any
+    target: Any
+    model_raw: dict[str, Any] = field(default_factory=dict)
+    target_raw: dict[str, Any] = field(default_factory=dict)
+    history: tuple[str, ...] = ()
+    target_name: str = "target"
+    model_name: str = "model"
+
+    def __str__(self) -> str:
+        return self.render()
+
+    @property
+    def summary(self) -> str:
+        what = _request_line(self.request)
+        return f"divergence at step {self.step} ({what}): {self.where} differs"
+
+    def render(self, history: int = 8) -> str:
+        """Readable text: the steps that led here, then model and target side by side."""
+        lines = [self.summary]
+        if self.history:
+            shown = self.history[-history:]
+            lines.append("steps that led there:")
+            if len(self.history) > len(shown):
+                lines.append(f"  … {len(self.history) - len(shown)} earlier steps")
+            lines.extend("  " + h for h in shown)
+        lines.append(f"{self.where}, normalized:")
+        lines.extend(side_by_side(self.model, self.target, self.model_name, self.target_name))
+        lines.append("raw (reply and observation of this step):")
+        lines.extend(
+            side_by_side(self.model_raw, self.target_raw, self.model_name, self.target_name)
+        )
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "request": self.request,
+            "where": self.where,
+            "model": self.model,
+            "target": self.target,
+            "model_raw": self.model_raw,
+            "target_raw": self.target_raw,
+            "history": list(self.history),
+        }
+
+
+def _pretty(value: Any, indent: str = "", width: int = 56) -> list[str]:
+    """JSON over lines, a value that fits in ``width`` characters on one line."""
+    flat = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    rows = (
+        isinstance(value, list)
+        and len(value) > 1
+        and all(isinstance(v, (dict, list)) for v in value)
+    )  # a list of rows: one per line, so that the marks point at the row
+    if (len(flat) <= width and not rows) or not isinstance(value, (dict, list)) or not value:
+        return [indent + flat]
+    inner = indent + "  "
+    if isinstance(value, dict):
+        items: list[list[str]] = []
+        for k in sorted(value):
+            sub = _pretty(value[k], inner, width)
+            key = json.dumps(k, ensure_ascii=False) + ": "
+            items.append([inner + key + sub[0].lstrip(), *sub[1:]])
+        open_, close = "{", "}"
+    else:
+        items = [_pretty(v, inner, width) for v in value]
+        open_, close = "[", "]"
+    out = [indent + open_]
+    for i, item in enumerate(items):
+        out.extend(item[:-1])
+        out.append(item[-1] + ("," if i < len(items) - 1 else ""))
+    out.append(indent + close)
+    return out
+
+
+def side_by_side(left: Any, right: Any, left_name: str, right_name: str) -> list[str]:
+    """Two JSON renderings in columns; ``!`` marks the lines that differ."""
+    a, b = _pretty(left), _pretty(right)
+    width = max([len(left_name), *map(len, a)]) + 2
+    out = [f"    {left_name.ljust(width)}| {right_name}"]
+    for i in range(max(len(a), len(b))):
+        x = a[i] if i < len(a) else ""
+        y = b[i] if i < len(b) else ""
+        mark = "  " if x == y else "! "
+        out.append(f"  {mark}{x.ljust(width)}| {y}")
+    return out
+
+
+def _request_line(request: dict[str, Any] | None) -> str:
+    if request is None:
+        return "kill"
+    return " ".join(
+        f"{k}={json.dumps(v, ensure_ascii=False)}" if k != "op" else str(v)
+        for k, v in request.items()
+    )
+
+
+# --- one side's normalizer ----------------------------------------------------
+
+
+class Side:
+    """What one side has shown, and its IDs and times in normalized form."""
+
+    def __init__(self, harness: set[str]) -> None:
+        self.harness = harness  # shared: the IDs the harness sent
+        self.label: dict[str, str] = {}  # raw generated ID -> label
+        self.raw: dict[str, str] = {}  # label -> raw ID
+        self.generated = 0
+        self.times: list[int] = []  # distinct, sorted
+        self.pending: dict[str, tuple[PendingView, ...]] = {}
+        self.transcript: dict[str, tuple[MessageView, ...]] = {}
+        self.calls: tuple[Call, ...] = ()
+        self.kinds: dict[str, str] = {}  # message id -> type, as shown
+        self.receipts: dict[str, dict[str, Any]] = {}  # input label -> last raw receipt
+        self.features: tuple[str, ...] = ()
+        self.step_limit: int | None = None
+
+    # IDs
+    def id(self, ident: str | None, copy_of: str | None = None, session: str = "") -> str | None:
+        if ident is None:
+            return None
+        known = self.label.get(ident)
+        if known is not None:
+            return known
+        if copy_of is None and ident in self.harness:
+            return ident
+        if copy_of is not None:
+            name = f"copy:{session}:{self.id(copy_of)}"
+        else:
+            self.generated += 1
+            name = f"gen:{self.generated}"
+        self.label[ident] = name
+        self.raw.setdefault(name, ident)
+        return name
+
+    # times
+    def seen_time(self, t: int) -> None:
+        i = bisect.bisect_left(self.times, t)
+        if i == len(self.times) or self.times[i] != t:
+            self.times.insert(i, t)
+
+    def time(self, t: int) -> int:
+        return bisect.bisect_left(self.times, t)
+
+    # views
+    def absorb(self, observed: Observed) -> set[str]:
+        touched: set[str] = set()
+        for sid, rows in observed.pending:
+            self.pending[sid] = rows
+            touched.add(sid)
+            for r in rows:
+                self.seen_time(r.time)
+        for sid, msgs in observed.transcript:
+            self.transcript[sid] = msgs
+            touched.add(sid)
+            for m in msgs:
+                self.kinds[m.id] = m.type
+                if m.type in VISIBLE:
+                    self.seen_time(m.time)
+        if observed.calls is not None:
+            self.calls = observed.calls
+        return touched
+
+    def norm_pending(self, rows: Iterable[PendingView]) -> list[list[Any]]:
+        rows = list(rows)
+        for r in rows:
+            self.seen_time(r.time)
+        return [[self.id(r.input), r.type, r.delivery, self.time(r.time)] for r in rows]
+
+    def norm_transcript(self, sid: str, msgs: Iterable[MessageView]) -> list[list[Any]]:
+        out = []
+        for m in msgs:
+            self.kinds[m.id] = m.type
+            if m.type not in VISIBLE:
+                continue
+            self.seen_time(m.time)
+            name = self.id(m.id, m.copied_from, sid)
+            root = self.id(m.copied_from) if m.copied_from is not None else None
+            out.append([name, m.type, self.time(m.time)] + ([root] if root else []))
+        return out
+
+    def norm_calls(self, calls: Iterable[Call], final: bool = True) -> list[dict[str, Any]]:
+        out = []
+        for c in calls:
+            doc = {
+                "call": self.id(c.call),
+                "session": c.session,
+                "kind": c.kind,
+                "step": c.step,
+                "context": [self.id(m) for m in c.context if self.kinds.get(m, "user") in VISIBLE],
+            }
+            if final:
+                doc["final"] = c.final
+            out.append(doc)
+        return out
+
+    def norm_reply(self, op: Op | None, reply: Reply | None, final: bool) -> Any:
+        if reply is None:
+            return None
+        if isinstance(reply, Err):
+            return {"error": reply.code}
+        if isinstance(reply, Crashed):
+            return {"crashed": reply.point}
+        result = reply.result
+        name = op.OP if op is not None else ""
+        if name == "hello":
+            return {"ok": True}
+        if name == "log":
+            return {"ok": True, "events": "(not compared)"}
+        if "data" in result and "type" in result and "input" in result:
+            return {
+                "receipt": {
+                    "input": self.id(result["input"]),
+                    "session": result.get("session"),
+                    "type": result["type"],
+                    "data": result["data"],
+                    "delivery": result.get("delivery"),
+                }
+            }
+        if name == "pending":
+            rows = [
+                PendingView(r["input"], r["type"], r.get("delivery"), r["admitted_seq"], r["time"])
+                for r in result.get("pending", ())
+            ]
+            return {"pending": self.norm_pending(rows)}
+        if name == "messages":
+            sid = getattr(op, "session", "")
+            msgs = [
+                MessageView(m["id"], m["type"], m["seq"], m["time"], m.get("copied_from"))
+                for m in result.get("messages", ())
+            ]
+            return {"messages": self.norm_transcript(sid, msgs)}
+        if name == "calls":
+            calls = [
+                Call(
+                    c["call"],
+                    c["session"],
+                    c["kind"],
+                    c["step"],
+                    c["final"],
+                    tuple(c["context"]),
+                    0,
+                )
+                for c in result.get("calls", ())
+            ]
+            return {"calls": self.norm_calls(calls, final)}
+        return {"ok": result}
+
+
+# --- the lockstep target -------------------------------------------------------
+
+
+class LockstepTarget:
+    """The model and a target driven together (see the module docstring)."""
+
+    def __init__(self, model: Target, target: Target, *, history: int = 200) -> None:
+        self.model = model
+        self.target = target
+        self.name = f"lockstep({target.name} vs {model.name})"
+        self.harness: set[str] = set()
+        self.m = Side(self.harness)
+        self.t = Side(self.harness)
+        self.steps = 0
+        self.history: list[str] = []
+        self._keep = history
+        self.not_testable: dict[str, str] = {}  # feature (or rule) -> why
+        self.skipped: list[str] = []  # requests skipped as not testable
+        self._final = True  # compare calls' final flag (the allowance is testable)
+        self._hello_seen = False
+
+    # --- features ---------------------------------------------------------
+
+    def features(self) -> frozenset[str]:
+        """The features both sides listed in their last ``hello`` (empty before one)."""
+        return frozenset(self.m.features) & frozenset(self.t.features)
+
+    def testable(self, op: Op | str, crash_at: str | None = None) -> bool:
+        """Can this request be sent to both sides? (Before any ``hello``: yes.)"""
+        if not self._hello_seen:
+            return True
+        have = self.features()
+        return all(f in have for f in needs(op, crash_at))
+
+    def skip(self, op: Op | str, crash_at: str | None = None) -> str:
+        """Record a request as not testable, and return why (for the caller's report)."""
+        name = op if isinstance(op, str) else op.OP
+        missing = [f for f in needs(op, crash_at) if f not in self.features()]
+        why = f"{name}{' crash_at=' + crash_at if crash_at else ''}: " + ", ".join(
+            f"{f} not in the {self._lacking(f)}'s hello features" for f in missing
+        )
+        for f in missing:
+            self.not_testable.setdefault(f, why)
+        self.skipped.append(why)
+        return why
+
+    def _lacking(self, feature: str) -> str:
+        return "target" if feature not in self.t.features else "model"
+
+    # --- the Target protocol ----------------------------------------------
+
+    def request(self, op: Op, crash_at: str | None = None) -> tuple[Reply, Observed]:
+        if not self.testable(op, crash_at):
+            raise NotTestable(self.skip(op, crash_at))
+        wire = op.to_wire()
+        if crash_at is not None:
+            wire["crash_at"] = crash_at
+        self._remember_harness_ids(op)
+        model_op = self._translate(op)
+        m_reply, m_obs = self.model.request(model_op, crash_at)
+        t_reply, t_obs = self.target.request(op, crash_at)
+        if isinstance(op, Hello):
+            t_reply = self._hello(op, m_reply, t_reply)
+        self._compare(op, wire, m_reply, m_obs, t_reply, t_obs)
+        return t_reply, t_obs
+
+    def kill(self) -> Observed:
+        m_obs = self.model.kill()
+        t_obs = self.target.kill()
+        self._compare(None, None, None, m_obs, None, t_obs)
+        return t_obs
+
+    def close(self) -> None:
+        try:
+            self.target.close()
+        finally:
+            self.model.close()
+
+    # --- requests ---------------------------------------------------------------
+
+    def _remember_harness_ids(self, op: Op) -> None:
+        for attr in ("session", "child", "input"):
+            value = getattr(op, attr, None)
+            if isinstance(value, str) and value not in self.t.label:
+                self.harness.add(value)
+
+    def _translate(self, op: Op) -> Op:
+        """The request as the model must see it: target-generated IDs -> the model's."""
+        changes = {}
+        for attr in REFERENCES:
+            value = getattr(op, attr, None)
+            if not isinstance(value, str):
+                continue
+            name = self.t.label.get(value)
+            if name is None:
+                continue
+            raw = self.m.raw.get(name)
+            if raw is not None and raw != value:
+                changes[attr] = raw
+        return replace(op, **changes) if changes else op  # type: ignore[arg-type]
+
+    def _hello(self, op: Hello, m_reply: Reply, t_reply: Reply) -> Reply:
+        self._hello_seen = True
+        if isinstance(m_reply, Ok):
+            self.m.features = tuple(m_reply.result.get("features", ()))
+        if not isinstance(t_reply, Ok):
+            return t_reply
+        result = t_reply.result
+        self.t.features = tuple(result.get("features", ()))
+        self.t.step_limit = result.get("step_limit")
+        if op.step_limit is not None and self.t.step_limit != op.step_limit:
+            self._final = False
+            self.not_testable.setdefault(
+                "allowance",
+                f"the target reports step_limit {self.t.step_limit}, "
+                f"the harness sent {op.step_limit}",
+            )
+        for f in self.t.features:
+            if f not in self.m.features:
+                self.not_testable.setdefault(f, f"{f} not in the model's hello features")
+        for f in self.m.features:
+            if f not in self.t.features:
+                self.not_testable.setdefault(f, f"{f} not in the target's hello features")
+        both = [f for f in self.t.features if f in self.m.features]
+        return Ok({**result, "features": both})
+
+    # --- comparing ----------------------------------------------------------------
+
+    def _compare(
+        self,
+        op: Op | None,
+        wire: dict[str, Any] | None,
+        m_reply: Reply | None,
+        m_obs: Observed,
+        t_reply: Reply | None,
+        t_obs: Observed,
+    ) -> None:
+        step = self.steps
+        self.steps += 1
+        line = f"{step}: {_request_line(wire)}"
+
+        def diverge(where: str, mv: Any, tv: Any) -> Divergence:
+            return Divergence(
+                step,
+                wire,
+                where,
+                mv,
+                tv,
+                _raw(m_reply, m_obs),
+                _raw(t_reply, t_obs),
+                tuple(self.history),
+                self.target.name,
+                self.model.name,
+            )
+
+        touched = self.m.absorb(m_obs) | self.t.absorb(t_obs)
+        if op is None or isinstance(op, Hello):  # a (re)start: compare everything
+            touched |= set(self.m.pending) | set(self.t.pending)
+            touched |= set(self.m.transcript) | set(self.t.transcript)
+        # reply first: generated IDs are named by order of appearance
+        mr = self.m.norm_reply(op, m_reply, self._final)
+        tr = self.t.norm_reply(op, t_reply, self._final)
+        if mr != tr:
+            raise diverge("reply", mr, tr)
+        if isinstance(m_reply, Ok) and isinstance(t_reply, Ok) and isinstance(mr, dict):
+            receipt = mr.get("receipt")
+            if receipt is not None:
+                key = receipt["input"]
+                m_before = self.m.receipts.get(key)
+                t_before = self.t.receipts.get(key)
+                if m_before == m_reply.result and t_before is not None:
+                    if t_reply.result != t_before:
+                        raise diverge(
+                            "retry receipt (an exact retry must return the original "
+                            "receipt field for field, on the target's own side)",
+                            {"original": m_before, "retry": m_reply.result},
+                            {"original": t_before, "retry": t_reply.result},
+                        )
+                self.m.receipts[key] = m_reply.result
+                self.t.receipts[key] = t_reply.result
+        for sid in sorted(touched):
+            mp = self.m.norm_pending(self.m.pending.get(sid, ()))
+            tp = self.t.norm_pending(self.t.pending.get(sid, ()))
+            if mp != tp:
+                raise diverge(f"pending {sid}", mp, tp)
+            mt = self.m.norm_transcript(sid, self.m.transcript.get(sid, ()))
+            tt = self.t.norm_transcript(sid, self.t.transcript.get(sid, ()))
+            if mt != tt:
+                raise diverge(f"transcript {sid}", mt, tt)
+        if m_obs.calls is not None or t_obs.calls is not None or op is None:
+            mc = self.m.norm_calls(self.m.calls, self._final)
+            tc = self.t.norm_calls(self.t.calls, self._final)
+            if mc != tc:
+                raise diverge("calls", mc, tc)
+        self.history.append(line)
+        if len(self.history) > self._keep:
+            del self.history[0]
+
+
+def _raw(reply: Reply | None, observed: Observed) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
+    if reply is not None:
+        doc["reply"] = reply_wire(reply)
+    obs = observed_wire(observed)
+    obs.pop("events", None)  # not compared; kept in the trace
+    if obs:
+        doc["observed"] = obs
+    return doc
+
+
+# --- driving a lockstep run -------------------------------------------------------
+
+
+@dataclass
+class LockstepResult:
+    """What a lockstep drive found: a divergence, or none."""
+
+    name: str
+    steps: int
+    divergence: Divergence | None = None
+    failures: tuple[str, ...] = ()  # the scenario's expectation failures / violations
+    not_testable: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.divergence is None and not self.failures
+
+
+def run_scenarios_lockstep(
+    scenarios: Sequence[Any],
+    make_model: Any,
+    make_target: Any,
+    monitor: Any = True,
+) -> list[LockstepResult]:
+    """Run each scenario with a fresh :class:`LockstepTarget` (``make_model(policy,
+    step_limit)``, ``make_target(policy, step_limit)``); a divergence is caught
+    and reported, the scenario's own failures too."""
+    import time
+
+    from ..scenarios.runner import run_scenario
+
+    out = []
+    for loaded in scenarios:
+        started = time.perf_counter()
+        holder: list[LockstepTarget] = []
+
+        def factory(
+            policy: Any, step_limit: int, holder: list[LockstepTarget] = holder
+        ) -> LockstepTarget:
+            lock = LockstepTarget(make_model(policy, step_limit), make_target(policy, step_limit))
+            holder.append(lock)
+            return lock
+
+        name = loaded.scenario.name
+        try:
+            result = run_scenario(loaded, target_factory=factory, monitor=monitor)
+        except Divergence as div:
+            if holder:
+                holder[0].close()
+            out.append(
+                LockstepResult(
+                    name,
+                    div.step + 1,
+                    div,
+                    (),
+                    dict(holder[0].not_testable) if holder else {},
+                    time.perf_counter() - started,
+                )
+            )
+            continue
+        lock = holder[0]
+        out.append(
+            LockstepResult(
+                name,
+                lock.steps,
+                None,
+                tuple(str(f) for f in result.failures),
+                dict(lock.not_testable),
+                time.perf_counter() - started,
+            )
+        )
+    return out
+
+
+def drive_seed(
+    seed: int,
+    lock: LockstepTarget,
+    ops: int = 60,
+    liveness_bound: int | None = None,
+    monitor: Any = None,
+    policy: Any = None,
+) -> tuple[int, list[Any]]:
+    """A seeded workload (the sweep's swarm and workload) through a lockstep
+    target: safety phase with faults, then liveness. Returns (steps, violations
+    found by ``monitor(policy, hello, False)`` if given). Raises
+    :class:`Divergence`. A stand-in until ``sim/run.py`` takes any target."""
+    from ..model import Answer, Resume
+    from .rng import seeded
+    from .swarm import draw_swarm
+    from .target import hello_op
+    from .trace import Step
+    from .view import View
+    from .workload import Workload
+
+    ch = seeded(seed)
+    swarm = draw_swarm(ch)
+    view = View()
+    steps: list[Step] = []
+    found: list[Any] = []
+    mon = None
+
+    def record(
+        kind: str, decision: str, op: Op | None, crash_at: Any, reply: Any, obs: Observed
+    ) -> None:
+        view.absorb(obs)
+        step = Step(len(steps), "safety", kind, decision, op, crash_at, reply, obs)  # type: ignore[arg-type]
+        steps.append(step)
+        if mon is not None:
+            found.extend(mon.feed(step))
+
+    hello = hello_op(0, swarm.step_limit)
+    reply, obs = lock.request(hello)
+    assert isinstance(reply, Ok)
+    if monitor is not None:
+        mon = monitor(policy, reply.result, False)
+    record("request", "hello", hello, None, reply, obs)
+    workload = Workload(swarm, ch, reply.result.get("features", ()))
+    now, tick = 0, swarm.tick + 1
+    for _ in range(ops):
+        now += ch.below(tick)
+        action, client = workload.next(view, now)
+        if action.op is None:
+            record("crash", action.label, None, None, None, lock.kill())
+            h = hello_op(now, swarm.step_limit)
+            r, o = lock.request(h)
+            record("request", "restart", h, None, r, o)
+            continue
+        r, o = lock.request(action.op, action.crash_at)
+        record("request", action.label, action.op, action.crash_at, r, o)
+        crashed = isinstance(r, Crashed)
+        workload.learn(
+            client, action, "unknown" if crashed else ("ok" if isinstance(r, Ok) else "err")
+        )
+        if crashed:
+            h = hello_op(now, swarm.step_limit)
+            r, o = lock.request(h)
+            record("request", "restart", h, None, r, o)
+    bound = liveness_bound if liveness_bound is not None else 50 + 4 * ops
+    for _ in range(bound):
+        now += ch.below(tick)
+        op: Op
+        if view.calls:
+            op = Answer(now, call=view.calls[0].call, finish="tool" if ch.chance(0.1) else "stop")
+        else:
+            session = next((s for s in view.sessions if view.pending.get(s)), None)
+            if session is None:
+                break
+            op = Resume(now, session=session)
+        r, o = lock.request(op)
+        record("request", "liveness", op, None, r, o)
+    if mon is not None:
+        found.extend(mon.finish(True))
+    return len(steps), found
+
+
+__all__ = [
+    "Divergence",
+    "LockstepResult",
+    "LockstepTarget",
+    "NotTestable",
+    "Side",
+    "drive_seed",
+    "needs",
+    "run_scenarios_lockstep",
+    "side_by_side",
+]

@@ -1,0 +1,408 @@
+"""Planted bugs in the SQLite inbox (``impls/sqlite_inbox``) and the kill check.
+
+Each mutant is a small, realistic diff in the SQLite implementation, switched
+on by name with ``INBOXSIM_MUTANT=NAME`` (or ``--mutant NAME`` on the
+adapter's command line; :func:`mutant_command` gives both). The catalogue
+:data:`MUTANTS` names each one, says in one line what it gets wrong, and the
+class of bug it stands for.
+
+The kill check (:func:`check_mutant`, :func:`kill_matrix`) runs the scenario
+library in lockstep (``LockstepTarget(ModelTarget(g4), AdapterTarget(sqlite
+with the mutant))``) and, for what that leaves alive, seeded lockstep runs
+judged by the invariant checkers. A mutant counts as **killed** only by a
+divergence from the model, an invariant violation, or a failed scenario
+expectation; a protocol error or a harness crash is reported as such and does
+not count (the mutant should fail by behaving wrongly, not by breaking the
+protocol).
+
+Library scenarios that name a ``planted_bug`` use these names: the mutant
+with the same name is the bug the scenario was written to catch
+(:func:`library_planted_bugs` lists them and whether a mutant exists).
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..model import G4, Policy
+from .adapter import AdapterTarget
+from .lockstep import Divergence, LockstepTarget
+from .protocol import ProtocolError
+from .target import ModelTarget
+
+ADAPTER = Path(__file__).resolve().parent.parent / "impls" / "sqlite_inbox" / "adapter.py"
+
+
+@dataclass(frozen=True, slots=True)
+class Mutant:
+    name: str
+    description: str
+    bug_class: str
+
+
+# The catalogue: "name | bug class", then the one-line description, indented.
+# Bug classes: durability, admission, ids, retry, promotion, ordering, time,
+# barrier, execution, wake, interrupt, revert, fork.
+CATALOGUE = """
+admit-after-wake | durability
+    the after_admit point is reached before the admission commits: a crash there loses it
+volatile-inbox | durability
+    pending user/synthetic rows are dropped at every start: unpromoted input is lost on a
+    crash
+promotion-not-atomic | durability
+    promotion deletes the pending row and inserts the message in two transactions: a crash
+    between loses the input
+double-promotion-after-crash | durability
+    a batch's pending rows are deleted only when the whole batch is done: a crash mid-batch
+    promotes an input twice
+promote-without-admission | admission
+    admission takes a seq but never logs the durable admitted event
+dedup-by-content | admission
+    an input without an ID is merged into a pending row with the same payload
+second-barrier | admission
+    no one-barrier rule: a compaction with a new ID adds a second barrier
+omitted-id-reuses-last | ids
+    an omitted input ID reuses the last generated ID (counter read, not bumped)
+per-session-ids | ids
+    the ID namespace is per session: another session's ID is judged as a retry there
+retry-text-only | retry
+    retry identity compares only the text (files, agents, metadata ignored)
+retry-ignores-metadata | retry
+    retry identity ignores metadata
+retry-ignores-delivery | retry
+    retry identity ignores delivery
+retry-appends-admission | retry
+    an exact retry of a pending input re-admits it (new admitted event, new seq and time)
+retry-receipt-promotion-time | retry
+    a retry after promotion returns the promotion time instead of the admission time
+retry-skips-revert-commit | revert
+    a prompt retry under a staged revert returns the receipt without committing the revert
+one-steer-per-boundary | promotion
+    a boundary promotes only the oldest pending steer
+queue-batch | promotion
+    an input boundary promotes every queued input at once
+queue-promotes-mid-turn | promotion
+    queued input promotes at continuation boundaries too, not only when the turn ends
+queue-as-steer | promotion
+    delivery is ignored when promoting: queued input promotes like a steer
+admission-order-ignores-delivery | ordering
+    an input boundary promotes every pending input in admission order, queued ones included
+steer-waits-for-idle | promotion
+    steers promote only when the turn ends, not at continuation boundaries
+steer-promotes-mid-step | promotion
+    a steer admitted during a step becomes visible at once, not at the next boundary
+message-time-is-admission | time
+    a promoted message is stamped with its admission time instead of the boundary's
+barrier-ignored | barrier
+    a pending compaction barrier does not block promotion: a drain promotes and steps before
+    compacting
+barrier-kept-on-error | barrier
+    a failed compaction logs its failure but keeps its barrier
+revert-removes-barrier | barrier
+    a committed revert also removes a compaction barrier past the boundary
+compaction-error-ends-drain | execution
+    an error on a compaction call fails the execution instead of letting the drain go on
+no-step-reset | execution
+    the step counter is not reset to 1 when a boundary promotes input
+final-off-by-one | execution
+    the final flag is set one step before the allowance's last step
+tool-on-final-continues | execution
+    a tool answer on the final step continues instead of counting as stop
+doorbell-dropped-on-failure | wake
+    a wake rung during a step that fails is forgotten: no follow-up execution
+resume-as-wake | wake
+    resume is an unforced wake: nothing pending, no call
+resume-flag-ignored | wake
+    prompt's resume=false is ignored: admission always wakes
+synthetic-wakes-under-revert | wake
+    a synthetic input wakes the session while a revert is staged
+interrupt-clears-inbox | interrupt
+    interrupt deletes the session's pending input
+idle-interrupt-appends | interrupt
+    interrupt on an idle session logs an execution_interrupted event
+revert-keeps-boundary | revert
+    a committed revert truncates after the boundary message, keeping it (> instead of >=)
+revert-keeps-pending | revert
+    a committed revert leaves pending rows past the boundary
+fork-cutoff-inclusive | fork
+    fork before N copies N too (cutoff N.seq instead of N.seq - 1)
+fork-copies-pending | fork
+    a fork copies the parent's pending input into the child's inbox
+copied-from-not-root | fork
+    a copy of a copy names its immediate original, not the root message
+"""
+
+
+def _parse(text: str) -> dict[str, Mutant]:
+    out: dict[str, Mutant] = {}
+    name = kind = ""
+    words: list[str] = []
+    for line in [*text.strip().splitlines(), "end | end"]:
+        if line.startswith(" "):
+            words.append(line.strip())
+            continue
+        if name:
+            out[name] = Mutant(name, " ".join(words), kind)
+        name, _, kind = (part.strip() for part in line.partition("|"))
+        words = []
+    return out
+
+
+MUTANTS: dict[str, Mutant] = _parse(CATALOGUE)
+
+
+def mutant_command(name: str | None) -> tuple[list[str], dict[str, str]]:
+    """The SQLite adapter's command line and the environment that switch the
+    mutant on (either alone suffices; ``None`` for the correct build)."""
+    argv = [sys.executable, str(ADAPTER)]
+    if name is None:
+        return argv, {}
+    if name not in MUTANTS:
+        raise KeyError(f"unknown mutant {name!r}; known: {', '.join(MUTANTS)}")
+    return [*argv, "--mutant", name], {"INBOXSIM_MUTANT": name}
+
+
+def library_planted_bugs() -> dict[str, str]:
+    """Library scenario name -> its ``planted_bug`` name."""
+    from ..scenarios.load import load_library
+
+    out = {}
+    for loaded in load_library():
+        bug = loaded.scenario.planted_bug
+        if bug is not None:
+            out[loaded.scenario.name] = bug.name
+    return out
+
+
+# --- the kill check ---------------------------------------------------------------
+
+
+@dataclass
+class Kill:
+    """One detection: by what, where, after how long."""
+
+    by: str  # "divergence", "invariant", "expectation", "protocol error", "harness crash"
+    where: str  # "scenario NAME" or "seed N"
+    detail: str
+    seconds: float  # from the start of the mutant's check to this detection
+
+    @property
+    def counts(self) -> bool:
+        return self.by in ("divergence", "invariant", "expectation")
+
+
+@dataclass
+class KillResult:
+    mutant: str | None
+    kills: list[Kill] = field(default_factory=list)
+    scenarios_run: int = 0
+    seeds_run: int = 0
+    seconds: float = 0.0
+
+    @property
+    def first(self) -> Kill | None:
+        counted = [k for k in self.kills if k.counts]
+        return counted[0] if counted else None
+
+    @property
+    def killed(self) -> bool:
+        return self.first is not None
+
+    @property
+    def bad(self) -> list[Kill]:
+        """Detections that do not count (protocol errors, harness crashes)."""
+        return [k for k in self.kills if not k.counts]
+
+    def to_dict(self) -> dict[str, Any]:
+        first = self.first
+        return {
+            "mutant": self.mutant,
+            "killed": self.killed,
+            "by": first.by if first else None,
+            "where": first.where if first else None,
+            "seconds_to_detect": round(first.seconds, 3) if first else None,
+            "detail": first.detail if first else None,
+            "killers": [f"{k.by}: {k.where}" for k in self.kills],
+            "scenarios_run": self.scenarios_run,
+            "seeds_run": self.seeds_run,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def check_mutant(
+    name: str | None,
+    scenarios: Sequence[Any] | None = None,
+    seeds: Iterable[int] = (),
+    *,
+    ops: int = 60,
+    policy: Policy = G4,
+    first_only: bool = False,
+    workdir: Path | None = None,
+    timeout: float = 10.0,
+    monitor: Any = True,
+) -> KillResult:
+    """Run the library (then ``seeds``) in lockstep against the mutant.
+    ``first_only`` stops at the first detection that counts. Seeds are run
+    only when the library did not kill it (or always, with no scenarios)."""
+    from ..scenarios.load import load_library
+    from ..scenarios.runner import default_monitor, run_scenario
+
+    if scenarios is None:
+        scenarios = load_library()
+    factory = default_monitor() if monitor is True else (monitor or None)
+    argv, _ = mutant_command(name)
+    base = Path(workdir or tempfile.mkdtemp(prefix="inboxsim-mutant-"))
+    counter = itertools.count()
+    result = KillResult(name)
+    started = time.perf_counter()
+
+    def new_lock(step_limit: int) -> LockstepTarget:
+        folder = base / f"{name or 'none'}-{next(counter)}"
+        return LockstepTarget(
+            ModelTarget(policy, step_limit),
+            AdapterTarget(argv, folder, step_limit, timeout, name=f"sqlite[{name or 'none'}]"),
+        )
+
+    def found(by: str, where: str, detail: str) -> None:
+        result.kills.append(Kill(by, where, detail, time.perf_counter() - started))
+
+    for loaded in scenarios:
+        where = f"scenario {loaded.scenario.name}"
+        result.scenarios_run += 1
+        holder: list[LockstepTarget] = []
+
+        def target_factory(
+            _policy: Policy, step_limit: int, holder: list[LockstepTarget] = holder
+        ) -> LockstepTarget:
+            holder.append(new_lock(step_limit))
+            return holder[-1]
+
+        try:
+            outcome = run_scenario(
+                loaded, policy=policy, target_factory=target_factory, monitor=factory
+            )
+        except Divergence as div:
+            found("divergence", where, div.summary)
+        except ProtocolError as exc:
+            found("protocol error", where, str(exc).splitlines()[0])
+        except Exception as exc:  # noqa: BLE001 - reported: a mutant must not crash the harness
+            found("harness crash", where, f"{type(exc).__name__}: {exc}")
+        else:
+            if outcome.failures:  # an invariant violation is named before an expectation
+                violated = [f for f in outcome.failures if f.invariant is not None]
+                f = (violated or list(outcome.failures))[0]
+                found("invariant" if violated else "expectation", where, str(f))
+        finally:
+            for lock in holder:
+                lock.close()
+        if first_only and result.killed:
+            break
+    if not result.killed:
+        from .run import RunOptions, run_seed
+
+        run_kw: dict[str, Any] = {}
+        if factory is None:  # no checkers: divergences only
+            run_kw = {"monitor": _NoMonitor, "violation": _no_violation}
+        for seed in seeds:
+            result.seeds_run += 1
+            made: list[LockstepTarget] = []
+
+            def seed_factory(
+                _policy: Policy, step_limit: int, made: list[LockstepTarget] = made
+            ) -> LockstepTarget:
+                made.append(new_lock(step_limit))
+                return made[-1]
+
+            try:
+                run_result = run_seed(
+                    seed, policy, RunOptions(ops=ops), target=seed_factory, **run_kw
+                )
+                if run_result.violations:
+                    v = run_result.violations[0]
+                    found("invariant", f"seed {seed}", f"{v.invariant}: {v.message}")
+            except Divergence as div:
+                found("divergence", f"seed {seed}", div.summary)
+            except ProtocolError as exc:
+                found("protocol error", f"seed {seed}", str(exc).splitlines()[0])
+            except Exception as exc:  # noqa: BLE001
+                found("harness crash", f"seed {seed}", f"{type(exc).__name__}: {exc}")
+            finally:
+                for lock in made:
+                    lock.close()
+            if result.killed:
+                break
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+class _NoMonitor:
+    """Judges nothing (a kill check without checkers: divergences only)."""
+
+    def __init__(self, *_: Any) -> None:
+        self.exercised: set[str] = set()
+
+    def feed(self, _step: Any) -> list[Any]:
+        return []
+
+    def finish(self, _liveness: bool) -> list[Any]:
+        return []
+
+
+def _no_violation(invariant: str, steps: tuple[int, ...], message: str) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(invariant=invariant, steps=steps, message=message)
+
+
+def kill_matrix(
+    names: Iterable[str] | None = None,
+    seeds: Iterable[int] = range(20),
+    **kw: Any,
+) -> list[KillResult]:
+    """:func:`check_mutant` for each mutant (all by default)."""
+    from ..scenarios.load import load_library
+
+    scenarios = load_library()
+    seeds = tuple(seeds)
+    return [check_mutant(n, scenarios, seeds, **kw) for n in (MUTANTS if names is None else names)]
+
+
+def render_matrix(results: Sequence[KillResult]) -> str:
+    """The kill matrix as a Markdown table."""
+    lines = [
+        "| mutant | class | killed by | first detection | time to detect | all detections |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in results:
+        m = MUTANTS.get(r.mutant or "")
+        first = r.first
+        others = sorted({k.where.removeprefix("scenario ") for k in r.kills if k.counts})
+        bad = [f"{k.by} ({k.where})" for k in r.bad]
+        lines.append(
+            f"| {r.mutant or '(none)'} | {m.bug_class if m else ''} | "
+            f"{first.by if first else 'SURVIVED'} | {first.where if first else ''} | "
+            f"{f'{first.seconds:.2f} s' if first else ''} | "
+            f"{', '.join(others)}{'; NOT COUNTED: ' + ', '.join(bad) if bad else ''} |"
+        )
+    return "\n".join(lines)
+
+
+__all__ = [
+    "ADAPTER",
+    "MUTANTS",
+    "Kill",
+    "KillResult",
+    "Mutant",
+    "check_mutant",
+    "kill_matrix",
+    "library_planted_bugs",
+    "mutant_command",
+    "render_matrix",
+]

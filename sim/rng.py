@@ -1,0 +1,140 @@
+"""The one source of randomness of a run, and the record of what it drew.
+
+Every choice the simulator makes goes through a :class:`Chooser`, and every
+choice is recorded as one small non-negative integer: the index that was
+chosen. The list of those integers, the run's *decisions*, is a complete
+description of the run: replaying it (:func:`replayer`) gives the same run
+without the generator that first produced it.
+
+Why indices rather than raw generator output: a shrinker edits the decision
+list (deletes stretches, lowers values) and expects every edited list to still
+describe a valid run. So a replayed value is clamped into the range of the
+choice being made, and a missing value (the list ran out) reads as 0, the
+simplest choice. Choices are ordered so that 0 is the simplest: the first
+option of a pick, ``False`` for a chance, the smallest number.
+
+Live draws use only ``random()`` of the injected object, so anything with a
+``random() -> float`` method drives a run: a seeded :class:`random.Random` in a
+sweep, or Hypothesis' ``st.randoms(use_true_random=False)``, whose floats
+shrink toward 0.0, that is toward the simplest choice.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class RandomLike(Protocol):
+    def random(self) -> float: ...
+
+
+class Chooser:
+    """Makes and records choices; live (from a generator) or replayed.
+
+    Hot path: a run makes about ten choices per operation, so the methods are
+    small and avoid allocation.
+    """
+
+    __slots__ = ("_rng", "_script", "_at", "decisions")
+
+    def __init__(self, rng: RandomLike | None, script: Sequence[int] | None = None) -> None:
+        self._rng = rng
+        self._script = script
+        self._at = 0
+        self.decisions: list[int] = []
+
+    def below(self, n: int) -> int:
+        """An integer in ``[0, n)``; ``n`` must be at least 1."""
+        if n <= 1:
+            # Only one possible answer: nothing to decide, nothing recorded,
+            # so the decision list holds real choices only.
+            return 0
+        script = self._script
+        if script is None:
+            assert self._rng is not None
+            value = int(self._rng.random() * n)
+            if value >= n:  # random() < 1.0, but a foreign Random-like may misbehave
+                value = n - 1
+        else:
+            at = self._at
+            value = script[at] if at < len(script) else 0
+            self._at = at + 1
+            value = 0 if value < 0 else (n - 1 if value >= n else value)
+        self.decisions.append(value)
+        return value
+
+    def chance(self, p: float) -> bool:
+        """True with probability ``p``. Certain outcomes draw nothing."""
+        if p <= 0.0:
+            return False
+        if p >= 1.0:
+            return True
+        script = self._script
+        if script is None:
+            assert self._rng is not None
+            value = 1 if self._rng.random() < p else 0
+        else:
+            at = self._at
+            value = script[at] if at < len(script) else 0
+            self._at = at + 1
+            value = 1 if value >= 1 else 0
+        self.decisions.append(value)
+        return value == 1
+
+    def pick(self, options: Sequence[T]) -> T:
+        """One of ``options`` (not empty), uniformly."""
+        return options[self.below(len(options))]
+
+    def weighted(self, weights: Sequence[int]) -> int:
+        """An index into ``weights`` drawn in proportion to them (their sum is
+        positive). A replayed index may land on a zero weight: still a valid
+        choice, just one the live generator would not have made."""
+        n = len(weights)
+        if n <= 1:
+            return 0
+        script = self._script
+        if script is None:
+            assert self._rng is not None
+            target = self._rng.random() * sum(weights)
+            index = n - 1
+            for i, w in enumerate(weights):
+                if target < w:
+                    index = i
+                    break
+                target -= w
+            # A float edge can walk past the last positive weight.
+            while weights[index] <= 0 and index > 0:
+                index -= 1
+        else:
+            at = self._at
+            index = script[at] if at < len(script) else 0
+            self._at = at + 1
+            index = 0 if index < 0 else (n - 1 if index >= n else index)
+        self.decisions.append(index)
+        return index
+
+    @property
+    def replaying(self) -> bool:
+        return self._script is not None
+
+
+def seeded(seed: int) -> Chooser:
+    """The chooser of a sweep: a :class:`random.Random` seeded with ``seed``
+    (an integer seed hashes the same on every machine and under every
+    ``PYTHONHASHSEED``)."""
+    return Chooser(random.Random(seed))
+
+
+def replayer(decisions: Sequence[int]) -> Chooser:
+    """A chooser that replays a recorded (possibly edited) decision list."""
+    return Chooser(None, tuple(decisions))
+
+
+def driven_by(rng: RandomLike) -> Chooser:
+    """A chooser over any ``random()``-providing object, e.g. Hypothesis'
+    ``st.randoms(use_true_random=False)``."""
+    return Chooser(rng)

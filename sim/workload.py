@@ -1,0 +1,463 @@
+"""The workload: what the clients ask of the target next, during the safety phase.
+
+A run has a few sessions and a few clients. Each step the workload picks an
+operation family by the seed's swarm weights (among the families that can act
+on what the harness currently knows), then fills in the operation with further
+choices: which session, an explicit ID from a small pool or none, steer or
+queue, ``resume: false``, metadata, and whether the request is asked to crash
+at a failpoint. Between requests it may also kill the target.
+
+Clients remember what they sent, so the workload can resend a request exactly
+(an exact retry), both after an unknown outcome (the request crashed: the
+client cannot know whether it was admitted, so it retries, as a real client
+would) and otherwise; and it can reuse an ID with something changed (another
+text, metadata, delivery, session or kind), which the target must refuse.
+
+The small ID pool makes retries and conflicts happen by accident as well as
+on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from ..model import (
+    Answer,
+    Calls,
+    Compact,
+    Create,
+    Fork,
+    Interrupt,
+    Log,
+    Messages,
+    Op,
+    Pending,
+    Prompt,
+    Resume,
+    RevertClear,
+    RevertCommit,
+    RevertStage,
+    Synthetic,
+)
+from .rng import Chooser
+from .swarm import FAMILIES, FINISH, Swarm
+from .view import View
+
+TEXTS = ("a", "b", "c")
+METADATA: tuple[dict[str, int | float], ...] = (
+    {"k": 1},
+    {"k": 2},
+    {"k": 1.0},
+)  # 1 and 1.0 are the same JSON value
+UNKNOWN_SESSION = "s-unknown"
+CHILDREN = ("f1", "f2", "f3")
+# Requests whose handling can reach a failpoint, and the failpoints each can
+# reach: only these carry crash_at (a crash_at a request cannot reach would be
+# a wasted fault).
+REACHABLE = {
+    Prompt: ("after_admit", "mid_promotion", "after_promotion"),
+    Synthetic: ("after_admit", "mid_promotion", "after_promotion"),
+    Compact: ("after_admit", "mid_promotion", "after_promotion"),
+    Resume: ("mid_promotion", "after_promotion"),
+    Answer: ("mid_promotion", "after_promotion"),
+}
+# The hello feature each optional family needs (adapter protocol, "Features").
+NEEDS = {
+    "synthetic": "synthetic",
+    "compact": "compaction",
+    "fork": "fork",
+    "revert": "revert",
+    "resume": "resume",
+    "interrupt": "interrupt",
+}
+MEMORY = 12  # requests a client remembers
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """The workload's next move: a request (maybe asked to crash), or a kill
+    between requests (``op`` is None)."""
+
+    label: str
+    op: Op | None
+    crash_at: str | None = None
+
+
+@dataclass(slots=True)
+class Sent:
+    """A request a client sent, and what it learned of its outcome."""
+
+    op: Prompt | Synthetic | Compact
+    outcome: str  # "ok", "err" or "unknown"
+
+
+class Workload:
+    """Chooses the safety phase's operations; see the module docstring."""
+
+    __slots__ = (
+        "swarm",
+        "ch",
+        "ids",
+        "sessions",
+        "sent",
+        "unknown",
+        "features",
+        "_families",
+        "_acts",
+        "_crash",
+        "_menus",
+    )
+
+    def __init__(self, swarm: Swarm, ch: Chooser, features: Collection[str]) -> None:
+        self.swarm = swarm
+        self.ch = ch
+        self.ids = tuple(f"u{i}" for i in range(1, swarm.id_pool + 1))
+        self.sessions = tuple(f"s{i}" for i in range(1, swarm.sessions + 1))
+        self.sent: list[list[Sent]] = [[] for _ in range(swarm.clients)]
+        # (client, index) of requests whose outcome is unknown, oldest first.
+        self.unknown: list[tuple[int, Sent]] = []
+        # The harness never sends an operation whose feature the target lacks.
+        self.features = tuple(features)
+        self._families = tuple(
+            (family, weight)
+            for family, weight in zip(FAMILIES, swarm.weights, strict=True)
+            if weight > 0 and (family not in NEEDS or NEEDS[family] in self.features)
+        )
+        self._crash = {
+            kind: tuple(p for p in points if p in swarm.failpoints)
+            if "failpoints" in self.features
+            else ()
+            for kind, points in REACHABLE.items()
+        }
+        self._acts = {family: getattr(self, "_" + family + "_action") for family in FAMILIES}
+        self._menus: dict[tuple[bool, bool, bool], tuple[tuple[str, ...], tuple[int, ...]]] = {}
+
+    # --- the next action ----------------------------------------------------
+
+    def next(self, view: View, now: int) -> tuple[Action, int]:
+        """The next action and the client that takes it (-1 for the harness)."""
+        ch, swarm = self.ch, self.swarm
+        if ch.chance(swarm.kill_rate):
+            return Action("kill", None), -1
+        if not view.sessions:
+            return Action("create", Create(now, session=self.sessions[0])), 0
+        client = ch.below(swarm.clients)
+        sent = self.sent[client]
+        # Which conditional families can act; the (names, weights) for each of
+        # the eight combinations are built once per run.
+        key = (
+            bool(view.calls),
+            bool(sent) or bool(self.unknown),
+            any(s.op.input is not None for s in sent),
+        )
+        menu = self._menus.get(key)
+        if menu is None:
+            menu = self._menus[key] = self._menu(*key)
+        names, weights = menu
+        action = self._acts[names[ch.weighted(weights)]](view, now, client)
+        points = self._crash.get(type(action.op), ())
+        if points and ch.chance(swarm.failpoint_rate):
+            action = Action(action.label, action.op, ch.pick(points))
+        return action, client
+
+    def _menu(
+        self, answer: bool, retry: bool, conflict: bool
+    ) -> tuple[tuple[str, ...], tuple[int, ...]]:
+        """The families that can act (answer needs an open call, retry a sent
+        request, conflict a sent request with an ID) and their weights."""
+        off = {
+            name
+            for name, on in (("answer", answer), ("retry", retry), ("conflict", conflict))
+            if not on
+        }
+        menu = [(f, w) for f, w in self._families if f not in off]
+        return tuple(f for f, _ in menu), tuple(w for _, w in menu)
+
+    def learn(self, client: int, action: Action, outcome: str) -> None:
+        """Remember an admission request and its outcome (for retries)."""
+        op = action.op
+        if client < 0 or not isinstance(op, (Prompt, Synthetic, Compact)):
+            return
+        sent = Sent(op, outcome)
+        memory = self.sent[client]
+        memory.append(sent)
+        if len(memory) > MEMORY:
+            del memory[0]
+        if outcome == "unknown":
+            self.unknown.append((client, sent))
+            if len(self.unknown) > MEMORY:
+                del self.unknown[0]
+
+    # --- choices shared by the families --------------------------------------
+
+    def _session(self, view: View) -> str:
+        if self.ch.chance(self.swarm.unknown_session_rate):
+            return UNKNOWN_SESSION
+        return self.ch.pick(view.sessions)
+
+    def _input_id(self) -> str | None:
+        if self.ch.chance(self.swarm.omit_id_rate):
+            return None
+        return self.ch.pick(self.ids)
+
+    def _metadata(self) -> dict[str, int | float] | None:
+        if self.ch.chance(self.swarm.metadata_rate):
+            return self.ch.pick(METADATA)
+        return None
+
+    def _delivery(self) -> str | None:
+        if self.ch.chance(self.swarm.queue_rate):
+            return "queue"
+        return "steer" if self.ch.chance(0.5) else None  # explicit or defaulted steer
+
+    def _resume(self) -> bool | None:
+        return False if self.ch.chance(self.swarm.no_resume_rate) else None
+
+    # --- one method per family -------------------------------------------------
+
+    def _create_action(self, view: View, now: int, client: int) -> Action:
+        return Action("create", Create(now, session=self.ch.pick(self.sessions)))
+
+    def _prompt_action(self, view: View, now: int, client: int) -> Action:
+        ch = self.ch
+        op = Prompt(
+            now,
+            session=self._session(view),
+            input=self._input_id(),
+            text=ch.pick(TEXTS),
+            metadata=self._metadata(),
+            delivery=self._delivery(),
+            resume=self._resume(),
+        )
+        return Action("prompt", op)
+
+    def _synthetic_action(self, view: View, now: int, client: int) -> Action:
+        ch = self.ch
+        if ch.chance(0.5):
+            # A background completion: always a steer that wakes the session.
+            op = Synthetic(
+                now,
+                session=self._session(view),
+                input=self._input_id(),
+                text="done",
+                description="background",
+                metadata={"job": ch.below(3)},
+                delivery="steer",
+            )
+            return Action("synthetic.background", op)
+        op = Synthetic(
+            now,
+            session=self._session(view),
+            input=self._input_id(),
+            text=ch.pick(TEXTS),
+            metadata=self._metadata(),
+            delivery=self._delivery(),
+            resume=self._resume(),
+        )
+        return Action("synthetic", op)
+
+    def _retry_action(self, view: View, now: int, client: int) -> Action:
+        ch = self.ch
+        if self.unknown and (not self.sent[client] or ch.chance(0.7)):
+            # The client whose request crashed retries it; which one is
+            # drawn from the oldest still unresolved.
+            index = ch.below(len(self.unknown))
+            _, sent = self.unknown.pop(index)
+            label = "retry.unknown"
+        else:
+            sent = ch.pick(self.sent[client])
+            label = "retry"
+        return Action(label, _at(sent.op, now))
+
+    def _conflict_action(self, view: View, now: int, client: int) -> Action:
+        ch = self.ch
+        candidates = [s.op for s in self.sent[client] if s.op.input is not None]
+        old = ch.pick(candidates)
+        how = ch.below(5)
+        session = old.session
+        if isinstance(old, Compact):
+            # A compaction ID reused by a prompt: another kind.
+            return Action("conflict.kind", Prompt(now, session=session, input=old.input, text="a"))
+        if how == 0:  # another text
+            text = "z" if old.text != "z" else "y"
+            op: Op = _replace_text(old, now, text)
+            label = "conflict.text"
+        elif how == 1:  # other metadata
+            meta = {"k": 9} if old.metadata != {"k": 9} else {"k": 8}
+            op = _replace_metadata(old, now, meta)
+            label = "conflict.metadata"
+        elif how == 2:  # the other delivery
+            delivery = "steer" if old.delivery == "queue" else "queue"
+            op = _replace_delivery(old, now, delivery)
+            label = "conflict.delivery"
+        elif how == 3:  # another session
+            others = [s for s in view.sessions if s != session] or [UNKNOWN_SESSION]
+            op = _replace_session(old, now, ch.pick(others))
+            label = "conflict.session"
+        else:  # another kind
+            if isinstance(old, Prompt) and "synthetic" in self.features:
+                op = Synthetic(now, session=session, input=old.input, text=old.text)
+            elif isinstance(old, Prompt):
+                op = Compact(now, session=session, input=old.input)
+            elif ch.chance(0.5):
+                op = Prompt(now, session=session, input=old.input, text=old.text)
+            else:
+                op = Compact(now, session=session, input=old.input)
+            label = "conflict.kind"
+        return Action(label, op)
+
+    def _compact_action(self, view: View, now: int, client: int) -> Action:
+        ch = self.ch
+        if ch.chance(0.5):
+            input_id = None
+        else:
+            # Mostly IDs of their own; sometimes one from the input pool.
+            input_id = ch.pick(("c1", "c2", "c3")) if ch.chance(0.8) else ch.pick(self.ids)
+        return Action("compact", Compact(now, session=self._session(view), input=input_id))
+
+    def _answer_action(self, view: View, now: int, client: int) -> Action:
+        ch = self.ch
+        call = ch.pick(view.calls)
+        finish = FINISH[ch.weighted(self.swarm.finish)]
+        if ch.chance(0.02):
+            return Action("answer.stale", Answer(now, call="call-0", finish=finish))
+        return Action("answer." + finish, Answer(now, call=call.call, finish=finish))
+
+    def _interrupt_action(self, view: View, now: int, client: int) -> Action:
+        ch = self.ch
+        if view.calls and ch.chance(0.7):
+            session = ch.pick(view.calls).session
+        else:
+            session = self._session(view)
+        return Action("interrupt", Interrupt(now, session=session))
+
+    def _resume_action(self, view: View, now: int, client: int) -> Action:
+        return Action("resume", Resume(now, session=self._session(view)))
+
+    def _fork_action(self, view: View, now: int, client: int) -> Action:
+        ch = self.ch
+        parent = self._session(view)
+        child = ch.pick(CHILDREN)
+        how = ch.below(3)
+        before: str | None = None
+        label = "fork.whole"
+        if how > 0:
+            messages = view.transcript.get(parent, ())
+            if messages and how == 1:
+                before = ch.pick(messages).id
+                label = "fork.before"
+            else:
+                before = "m-missing"
+                label = "fork.missing"
+        return Action(label, Fork(now, session=parent, child=child, before=before))
+
+    def _revert_action(self, view: View, now: int, client: int) -> Action:
+        ch = self.ch
+        session = self._session(view)
+        what = ch.below(4)
+        if what <= 1:
+            messages = view.transcript.get(session, ())
+            message = ch.pick(messages).id if messages else "m-missing"
+            return Action("revert.stage", RevertStage(now, session=session, message=message))
+        if what == 2:
+            return Action("revert.commit", RevertCommit(now, session=session))
+        return Action("revert.clear", RevertClear(now, session=session))
+
+    def _read_action(self, view: View, now: int, client: int) -> Action:
+        ch = self.ch
+        what = ch.below(4)
+        session = self._session(view)
+        if what == 0:
+            return Action("read.calls", Calls(now))
+        if what == 1:
+            return Action("read.pending", Pending(now, session=session))
+        if what == 2:
+            return Action("read.messages", Messages(now, session=session))
+        after = ch.below(8) - 1
+        return Action("read.log", Log(now, session=session, after=after if after >= 0 else None))
+
+
+def _at(op: Prompt | Synthetic | Compact, now: int) -> Op:
+    """The same request, sent again at ``now``."""
+    if isinstance(op, Prompt):
+        return Prompt(
+            now,
+            op.session,
+            op.input,
+            op.text,
+            op.files,
+            op.agents,
+            op.metadata,
+            op.delivery,
+            op.resume,
+        )
+    if isinstance(op, Synthetic):
+        return Synthetic(
+            now, op.session, op.input, op.text, op.description, op.metadata, op.delivery, op.resume
+        )
+    return Compact(now, op.session, op.input)
+
+
+def _replace_text(op: Prompt | Synthetic, now: int, text: str) -> Op:
+    if isinstance(op, Prompt):
+        return Prompt(
+            now,
+            op.session,
+            op.input,
+            text,
+            op.files,
+            op.agents,
+            op.metadata,
+            op.delivery,
+            op.resume,
+        )
+    return Synthetic(
+        now, op.session, op.input, text, op.description, op.metadata, op.delivery, op.resume
+    )
+
+
+def _replace_metadata(op: Prompt | Synthetic, now: int, meta: dict[str, int]) -> Op:
+    if isinstance(op, Prompt):
+        return Prompt(
+            now, op.session, op.input, op.text, op.files, op.agents, meta, op.delivery, op.resume
+        )
+    return Synthetic(
+        now, op.session, op.input, op.text, op.description, meta, op.delivery, op.resume
+    )
+
+
+def _replace_delivery(op: Prompt | Synthetic, now: int, delivery: str) -> Op:
+    if isinstance(op, Prompt):
+        return Prompt(
+            now,
+            op.session,
+            op.input,
+            op.text,
+            op.files,
+            op.agents,
+            op.metadata,
+            delivery,
+            op.resume,
+        )
+    return Synthetic(
+        now, op.session, op.input, op.text, op.description, op.metadata, delivery, op.resume
+    )
+
+
+def _replace_session(op: Prompt | Synthetic, now: int, session: str) -> Op:
+    if isinstance(op, Prompt):
+        return Prompt(
+            now,
+            session,
+            op.input,
+            op.text,
+            op.files,
+            op.agents,
+            op.metadata,
+            op.delivery,
+            op.resume,
+        )
+    return Synthetic(
+        now, session, op.input, op.text, op.description, op.metadata, op.delivery, op.resume
+    )

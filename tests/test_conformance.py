@@ -1,0 +1,124 @@
+"""inboxsim conformance / mutants and the pytest plugin (small: a few scenarios, 1-2 seeds)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inboxsim.cli import main
+from inboxsim.sim.conformance import conformance, store_results, target_command
+from inboxsim.sim.mutants import mutant_command
+
+SCENARIOS = ["seed-retry", "metadata-retry-identity", "queue-fifo"]
+MODEL_ADAPTER = f"{sys.executable} -m inboxsim.sim.model_adapter"
+
+
+def test_api_model_adapter_holds(tmp_path: Path) -> None:
+    report = conformance(MODEL_ADAPTER, "g4", 1, ops=25, scenarios=SCENARIOS)
+    assert report.passed, "\n".join(report.lines())
+    kinds = {i.kind for i in report.items}
+    assert {"scenario", "seed", "invariant"} <= kinds
+    assert all(i.verdict == "held" for i in report.of("scenario"))
+    db = tmp_path / "c.duckdb"
+    assert store_results(db, report) == 1
+    import duckdb
+
+    with duckdb.connect(str(db)) as con:
+        n = con.execute("select count(*) from conformance where verdict='held'").fetchone()
+    assert n is not None and n[0] >= 4
+
+
+def test_cli_sqlite_holds_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    args = ["conformance", "--target", "sqlite", "--seeds", "1", "--ops", "25", "--json"]
+    args += ["--db", str(db)] + [a for s in SCENARIOS[:2] for a in ("--scenario", s)]
+    code = main(args)
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0, doc
+    assert doc["passed"] and doc["conformance_id"] == 1
+    assert db.exists()
+
+
+def test_cli_mutant_killed_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    argv, _ = mutant_command("retry-ignores-metadata")
+    cmd = " ".join(argv)
+    code = main(["conformance", "--adapter", cmd, "--scenario", "metadata-retry-identity", "--seeds", "0"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "metadata-retry-identity" in out and "repro: inboxsim conformance" in out
+    assert "diverged" in out or "violated" in out
+
+
+def test_divergence_rendered_side_by_side() -> None:
+    argv, _ = mutant_command("queue-batch")
+    report = conformance(argv, "g4", 0, scenarios=["queue-fifo"])
+    assert not report.passed
+    item = report.of("scenario")[0]
+    assert item.verdict in ("diverged", "violated")
+    if item.verdict == "diverged":
+        assert "| " in item.detail and "divergence at step" in item.detail
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conformance"]) == 2
+    assert main(["conformance", "--target", "nope"]) == 2
+    assert main(["conformance", "--target", "sqlite", "--scenario", "no-such", "--seeds", "0"]) == 2
+    assert "error" in capsys.readouterr().err
+
+
+def test_target_commands() -> None:
+    argv, policy, timeout, _ = target_command(None, "opencode", None, 5)
+    assert policy == "g2" and timeout >= 60
+    argv, policy, _, _ = target_command(None, "model-adapter", "g5", 5)
+    assert argv[-2:] == ["--policy", "g5"] and policy == "g5"
+    argv, _, _, _ = target_command(None, "sqlite", None, 5)
+    assert argv[-1].endswith("sqlite_inbox/adapter.py") and Path(argv[-1]).exists()
+
+
+def test_mutants_command(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["mutants", "--names", "queue-batch,retry-ignores-metadata", "--seeds", "1", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0, doc
+    assert doc["killed"] == 2 and all(m["killed"] for m in doc["mutants"])
+    assert main(["mutants", "--names", "no-such-mutant"]) == 2
+
+
+def _pytest_outside(tmp_path: Path, adapter: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    return subprocess.run(
+        [
+            sys.executable, "-m", "pytest", "--pyargs", "inboxsim.conformance",
+            "--inboxsim-adapter", adapter, "--inboxsim-seeds", "1", "--inboxsim-ops", "20",
+            "-q", "-p", "no:cacheprovider", "-k", "metadata or seed0",
+        ],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_plugin_passes_against_model_adapter(tmp_path: Path) -> None:
+    done = _pytest_outside(tmp_path, "python -m inboxsim.sim.model_adapter")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout
+
+
+def test_plugin_fails_against_mutant(tmp_path: Path) -> None:
+    argv, _ = mutant_command("retry-ignores-metadata")
+    done = _pytest_outside(tmp_path, " ".join(argv))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "metadata-retry-identity" in done.stdout and "repro:" in done.stdout
+
+
+def test_plugin_skips_without_adapter(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "inboxsim.conformance", "-q", "-rs",
+         "-p", "no:cacheprovider", "-k", "metadata"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "--inboxsim-adapter" in done.stdout

@@ -1,0 +1,308 @@
+"""The bounded-exhaustive explorer (``inboxsim.sim.explore``, ``inboxsim explore``).
+
+The central check: breadth-first search with state hashing and session
+symmetry reaches exactly as many distinct states as a plain brute force that
+enumerates every sequence of the alphabet (no hashing, no symmetry), collects
+the name-preserving keys of what it reaches and then counts their orbits under
+session renaming. A stub monitor stands in for the invariant checkers where
+the test is about the search; the checkers' own ids are used where they exist.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inboxsim import cli
+from inboxsim.model import PRESETS, Policy, Prompt, State
+from inboxsim.sim import explore as ex
+from inboxsim.sim.trace import Step
+
+# --- a stub monitor: two invariants, judged from observations only -------------
+
+
+class StubViolation:
+    def __init__(self, invariant: str, steps: tuple[int, ...], message: str) -> None:
+        self.invariant, self.steps, self.message = invariant, steps, message
+
+
+class StubMonitor:
+    """Monotonic visible time per transcript, and one admission order within
+    each boundary's promotions (the two properties g2 and c break)."""
+
+    def __init__(self, policy: Policy, hello: dict[str, Any]) -> None:
+        self.admitted: dict[str, int] = {}  # input -> admission seq
+
+    def feed(self, step: Step) -> list[StubViolation]:
+        found = []
+        promoted: dict[str, list[int]] = {}
+        for e in step.observed.events:
+            if e.type == "admitted":
+                self.admitted[e.input] = e.seq
+            elif e.type == "promoted":
+                promoted.setdefault(e.session, []).append(self.admitted[e.input])
+        for sid, seqs in promoted.items():
+            if seqs != sorted(seqs):
+                found.append(StubViolation("stub.admission_order", (step.index,), f"{sid}: {seqs}"))
+        for sid, msgs in step.observed.transcript:
+            times = [m.time for m in msgs]
+            if times != sorted(times):
+                found.append(StubViolation("stub.visible_time", (step.index,), f"{sid}: {times}"))
+        return found
+
+    def finish(self, liveness: bool) -> list[StubViolation]:
+        return []
+
+
+def stub(policy: Policy, hello: dict[str, Any]) -> StubMonitor:
+    return StubMonitor(policy, hello)
+
+
+# --- brute force: every sequence, no hashing, no symmetry --------------------------
+
+
+def brute_force_keys(policy: Policy, sessions: int, depth: int) -> set[tuple[Any, ...]]:
+    """The name-preserving keys of every state reached by some sequence of at
+    most ``depth`` operations (every sequence is walked; nothing is pruned)."""
+    names = ex.session_names(sessions)
+    state, prefix, hello = ex._prefix(policy, names, ex.DEFAULT_STEP_LIMIT)
+    enabled = ex.enabled_families(ex.FULL, hello["features"])
+    keys: set[tuple[Any, ...]] = set()
+
+    def walk(s: State, now: int) -> None:
+        keys.add(ex.state_key(s, symmetric=False))
+        if now > depth:
+            return
+        for t in ex.transitions(s, names, now, ex.DEFAULT_STEP_LIMIT, enabled, 0):
+            walk(t.state, now + 1)
+
+    walk(state, 1)
+    return keys
+
+
+def _rename(value: Any, mapping: dict[str, str]) -> Any:
+    """Rename sessions in a name-preserving key: session IDs, and pool input
+    IDs (``s1.i2``), which carry their session's name."""
+    if isinstance(value, tuple):
+        return tuple(_rename(v, mapping) for v in value)
+    if isinstance(value, str):
+        if value in mapping:
+            return mapping[value]
+        head, dot, tail = value.partition(".")
+        if dot and head in mapping:
+            return f"{mapping[head]}.{tail}"
+    return value
+
+
+def orbit_count(keys: set[tuple[Any, ...]], sessions: int) -> int:
+    """How many classes the keys fall into under every renaming of sessions."""
+    names = ex.session_names(sessions)
+    canon = set()
+    for key in keys:
+        variants = []
+        for perm in itertools.permutations(names):
+            renamed = _rename(key, dict(zip(names, perm, strict=True)))
+            variants.append(repr(tuple(sorted(renamed, key=lambda form: form[0]))))
+        canon.add(min(variants))
+    return len(canon)
+
+
+@pytest.mark.parametrize(("sessions", "depth"), [(1, 3), (2, 2), (2, 3)])
+def test_distinct_states_match_brute_force(sessions: int, depth: int) -> None:
+    policy = PRESETS["g4"]
+    result = ex.explore(policy, stub, sessions=sessions, depth=depth)
+    assert not result.violations
+    assert result.states == orbit_count(brute_force_keys(policy, sessions, depth), sessions)
+
+
+def test_symmetry_collapses_worlds_that_differ_by_session_names() -> None:
+    policy = PRESETS["g4"]
+    names = ex.session_names(2)
+    state, _, _ = ex._prefix(policy, names, 2)
+    one = ex.take(
+        state, ex.Action("p1", Prompt(1, session="s1", input="s1.i1", text="p")), 1, 2, 0
+    ).state
+    two = ex.take(
+        state, ex.Action("p2", Prompt(1, session="s2", input="s2.i1", text="p")), 1, 2, 0
+    ).state
+    assert ex.state_key(one) == ex.state_key(two)
+    assert ex.state_key(one, symmetric=False) != ex.state_key(two, symmetric=False)
+    queued = ex.take(
+        state,
+        ex.Action("q", Prompt(1, session="s1", input="s1.i1", text="p", delivery="queue")),
+        1,
+        2,
+        0,
+    ).state
+    assert ex.state_key(queued) != ex.state_key(one)
+
+
+def test_alphabet_covers_the_brief() -> None:
+    """Every family the explorer promises shows up as labels from some state."""
+    policy = PRESETS["g4"]
+    names = ex.session_names(1)
+    state, _, hello = ex._prefix(policy, names, 2)
+    enabled = ex.enabled_families(ex.FULL, hello["features"])
+    labels: set[str] = set()
+    frontier = [state]
+    for now in range(1, 4):
+        nxt = []
+        for s in frontier:
+            for t in ex.transitions(s, names, now, 2, enabled, 0):
+                labels.add(t.action.label)
+                nxt.append(t.state)
+        frontier = nxt[:200]
+    for expected in (
+        "prompt(s1,s1.i1,steer)",
+        "prompt(s1,s1.i1,queue)",
+        "synthetic(s1,s1.i1,steer)",
+        "retry(s1,s1.i1)",
+        "conflict(s1,s1.i1)",
+        "compact(s1)",
+        "interrupt(s1)",
+        "resume(s1)",
+        "answer(s1,stop)",
+        "answer(s1,tool)",
+        "answer(s1,error)",
+        "crash",
+        "prompt(s1,s1.i1,steer)@after_admit",
+        "prompt(s1,s1.i1,steer)@mid_promotion",
+        "prompt(s1,s1.i1,steer)@after_promotion",
+        "answer(s1,stop)@after_promotion",
+    ):
+        assert expected in labels
+
+
+def test_features_limit_the_alphabet() -> None:
+    """g2 has no synthetic route: the harness never sends synthetic there."""
+    result = ex.explore(PRESETS["g2"], stub, sessions=1, depth=1)
+    assert "synthetic" not in result.alphabet
+    assert "synthetic" in ex.explore(PRESETS["g4"], stub, sessions=1, depth=1).alphabet
+
+
+def test_parse_alphabet() -> None:
+    assert ex.parse_alphabet("full") == ex.FULL
+    assert ex.parse_alphabet("full-failpoints,kill") == ex.FULL - {"failpoints", "kill"}
+    assert ex.parse_alphabet("prompt_steer,answer_stop") == {"prompt_steer", "answer_stop"}
+    with pytest.raises(ValueError, match="unknown alphabet family nope"):
+        ex.parse_alphabet("prompt_steer,nope")
+
+
+# --- finding violations: the stub, then the real checkers ----------------------------
+
+
+def _ops(result: ex.ExploreResult) -> list[str]:
+    return [
+        s.decision
+        for s in result.trace
+        if s.decision != "hello" and not s.decision.startswith("create(")
+    ]
+
+
+def test_stub_g2_visible_time_violation_is_shortest() -> None:
+    result = ex.explore(PRESETS["g2"], stub, sessions=1, depth=6)
+    assert [v.invariant for v in result.violations] == ["stub.visible_time"]
+    assert result.depth_reached == result.operations
+    # No shorter path exists: one level less finds nothing.
+    shorter = ex.explore(PRESETS["g2"], stub, sessions=1, depth=result.depth_reached - 1)
+    assert not shorter.violations
+
+
+def test_stub_c_admission_order_violation() -> None:
+    result = ex.explore(PRESETS["c"], stub, sessions=1, depth=5)
+    assert [v.invariant for v in result.violations] == ["stub.admission_order"]
+    assert any(op.startswith("synthetic(") for op in _ops(result))
+
+
+def test_stub_g4_holds() -> None:
+    result = ex.explore(PRESETS["g4"], stub, sessions=2, depth=3)
+    assert not result.violations and result.depth_reached == 3
+
+
+def _registry() -> tuple[Any, dict[str, Any]]:
+    from inboxsim.invariants import REGISTRY, Monitor
+
+    return Monitor, REGISTRY
+
+
+def test_g2_breaks_monotonic_visible_time() -> None:
+    monitor, registry = _registry()
+    result = ex.explore(PRESETS["g2"], monitor, sessions=1, depth=6)
+    assert result.violations
+    assert result.violations[0].invariant == "monotonic-visible-time"
+
+
+def test_c_breaks_shared_admission_order() -> None:
+    monitor, registry = _registry()
+    result = ex.explore(PRESETS["c"], monitor, sessions=1, depth=5)
+    assert result.violations
+    assert result.violations[0].invariant == "shared-admission-order"
+
+
+def test_g4_holds_at_the_default_bound() -> None:
+    monitor, _ = _registry()
+    result = ex.explore(PRESETS["g4"], monitor)
+    assert not result.violations, result.violations[0].message
+
+
+# --- the command -----------------------------------------------------------------
+
+
+@pytest.fixture
+def stub_checkers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from inboxsim.sim import checkers
+
+    monkeypatch.setattr(checkers, "load", lambda: (stub, StubViolation))
+
+
+def test_cli_no_violation(stub_checkers: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["explore", "--sessions", "1", "--depth", "2"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "exhaustive: every sequence of at most 2 operations from this alphabet over 1 session"
+        in out
+    )
+    assert "answer error" in out and "distinct states:" in out and "states/s" in out
+
+
+def test_cli_violation_json_and_file(
+    stub_checkers: None, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "cx.toml"
+    code = cli.main(
+        [
+            "explore",
+            "--sessions",
+            "1",
+            "--depth",
+            "6",
+            "--policy",
+            "g2",
+            "--out",
+            str(target),
+            "--json",
+        ]
+    )
+    assert code == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["violations"][0]["invariant"] == "stub.visible_time"
+    assert doc["claim"].startswith("exhaustive: every sequence of at most 6 operations")
+    assert doc["counterexample_file"] == str(target)
+    text = target.read_text()
+    assert "[[step]]" in text or text.startswith("{")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--sessions", "0"], ["--policy", "nope"], ["--alphabet", "bogus"], ["--depth", "x"]],
+)
+def test_cli_bad_usage(
+    stub_checkers: None, args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["explore", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("inboxsim: error:") and err.count("\n") == 1

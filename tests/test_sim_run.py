@@ -1,0 +1,206 @@
+"""One run: determinism, replay from decisions, verdicts, the trace it keeps."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from inboxsim.model import G4, PRESETS, Synthetic
+from inboxsim.sim.encode import step_text, trace_hash_of
+from inboxsim.sim.run import RunOptions, RunResult, run_decisions, run_seed
+from inboxsim.sim.trace import canonical, step_wire, trace_hash
+from inboxsim.tests.sim_helpers import StubMonitor, StubViolation, checkers
+
+OPTIONS = RunOptions(ops=100)
+
+
+def _run(seed: int, policy: str = "g4", options: RunOptions = OPTIONS, **kw: Any) -> RunResult:
+    return run_seed(seed, PRESETS[policy], options, **{**checkers(), **kw})
+
+
+def _monotonic(result: RunResult) -> bool:
+    return any("monoton" in v.invariant for v in result.violations)
+
+
+def test_a_seed_gives_the_same_trace_twice() -> None:
+    first = [_run(seed).trace_hash for seed in range(200)]
+    assert [_run(seed).trace_hash for seed in range(200)] == first
+    assert len(set(first)) == len(first)
+
+
+HASH_SCRIPT = """
+import json, sys
+from inboxsim.model import G4
+from inboxsim.sim.run import RunOptions, run_seed
+from inboxsim.tests.sim_helpers import checkers
+print(json.dumps([run_seed(s, G4, RunOptions(ops=60), **checkers()).trace_hash for s in range(40)]))
+"""
+
+
+def test_trace_hashes_do_not_depend_on_pythonhashseed() -> None:
+    def hashes(hash_seed: str) -> list[str]:
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        out = subprocess.run(
+            [sys.executable, "-c", HASH_SCRIPT],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        return json.loads(out.stdout)
+
+    in_process = [_run(s, options=RunOptions(ops=60)).trace_hash for s in range(40)]
+    assert hashes("1") == hashes("4242") == in_process
+
+
+def test_replaying_the_decision_list_gives_the_same_trace() -> None:
+    for seed in range(60):
+        original = _run(seed)
+        replayed = run_decisions(original.decisions, G4, OPTIONS, **checkers())
+        assert replayed.trace.steps == original.trace.steps
+        assert replayed.trace_hash == original.trace_hash
+        assert replayed.decisions == original.decisions
+
+
+def _edit(decisions: tuple[int, ...], rng: random.Random) -> list[int]:
+    """What a shrinker does to a decision list: cut, delete stretches, change values."""
+    edited = list(decisions)
+    how = rng.randrange(4)
+    if how == 0:
+        del edited[rng.randrange(len(edited) + 1) :]
+    elif how == 1:
+        start = rng.randrange(len(edited))
+        del edited[start : start + rng.randrange(1, 40)]
+    elif how == 2:
+        for _ in range(10):
+            edited[rng.randrange(len(edited))] = rng.choice((0, 1, 5, 99, -4))
+    else:
+        edited = [v // 2 for v in edited]
+    return edited
+
+
+def test_an_edited_decision_list_still_gives_a_valid_run() -> None:
+    rng = random.Random(5)
+    for seed in range(40):
+        original = _run(seed, options=RunOptions(ops=60))
+        for _ in range(3):
+            edited = _edit(original.decisions, rng)
+            result = run_decisions(edited, G4, RunOptions(ops=60), **checkers())
+            assert result.trace.steps[0].decision == "hello"
+            assert result.verdict == "held", result.violations
+            # What it actually drew is a canonical list: it replays exactly.
+            again = run_decisions(result.decisions, G4, RunOptions(ops=60), **checkers())
+            assert again.trace_hash == result.trace_hash
+
+
+def test_an_empty_decision_list_is_the_simplest_run() -> None:
+    result = run_decisions([], G4, RunOptions(ops=10), **checkers())
+    assert result.verdict == "held" and result.liveness == "settled"
+    assert set(result.decisions) == {0}
+
+
+def test_the_hash_from_step_texts_is_the_trace_hash() -> None:
+    for seed in range(25):
+        result = _run(seed, "g2" if seed % 2 else "g4")
+        assert result.trace_hash == trace_hash(result.trace)
+        for step, text in zip(result.trace.steps, result.texts, strict=True):
+            wire = step_wire(step)
+            assert text == (
+                canonical(wire["request"]),
+                canonical(wire["reply"]),
+                canonical(wire["observed"]),
+            )
+        assert trace_hash_of(
+            result.trace.header, result.trace.steps, map(step_text, result.trace.steps)
+        ) == (result.trace_hash)
+
+
+def test_g4_holds_for_a_few_hundred_seeds() -> None:
+    for seed in range(250):
+        result = _run(seed)
+        assert result.verdict == "held", (seed, result.violations)
+        assert result.liveness == "settled"
+
+
+def test_g2_breaks_monotonic_visible_times_early() -> None:
+    first = next(seed for seed in range(300) if _monotonic(_run(seed, "g2")))
+    assert first < 100
+
+
+def test_a_run_stops_at_the_first_violation() -> None:
+    failing = next(r for r in (_run(s, "g2") for s in range(300)) if r.violations)
+    assert failing.liveness == "stopped"
+    assert max(i for v in failing.violations for i in v.steps) <= failing.trace.steps[-1].index
+
+    class StopAtTen:
+        def __init__(self, policy: object, hello: dict[str, Any]) -> None:
+            self.exercised = {"stub"}
+
+        def feed(self, step: Any) -> list[StubViolation]:
+            return [StubViolation("stub.ten", (step.index,), "ten")] if step.index == 10 else []
+
+        def finish(self, liveness: bool) -> list[StubViolation]:
+            raise AssertionError("a stopped run is not judged for liveness")
+
+    result = run_seed(3, G4, OPTIONS, monitor=StopAtTen, violation=StubViolation)
+    assert len(result.trace.steps) == 11 and [v.invariant for v in result.violations] == [
+        "stub.ten"
+    ]
+    assert result.verdict == "violated"
+
+
+def test_a_run_that_does_not_settle_fails() -> None:
+    # No liveness steps at all: runs that end the safety phase with work left.
+    options = RunOptions(ops=40, liveness_bound=0)
+    unsettled = [
+        r for r in (_run(s, options=options) for s in range(30)) if r.liveness == "unsettled"
+    ]
+    assert unsettled and all(r.verdict == "violated" for r in unsettled)
+    # Checkers that say nothing at the end: the run reports what was stuck itself.
+    for seed in range(30):
+        result = run_seed(seed, G4, options, monitor=StubMonitor, violation=StubViolation)
+        if result.liveness == "unsettled":
+            (violation,) = result.violations
+            assert violation.invariant == "liveness.settles"
+            assert "did not settle" in violation.message
+            assert "pending" in violation.message or "call" in violation.message
+
+
+def test_the_harness_sends_no_operation_the_target_lacks() -> None:
+    for seed in range(60):
+        result = _run(seed, "g2")
+        assert "synthetic" not in result.trace.header.hello["features"]
+        assert not any(isinstance(s.request, Synthetic) for s in result.trace.steps)
+
+
+def test_a_run_records_its_world_and_phases() -> None:
+    result = _run(1)
+    assert result.swarm["step_limit"] == result.trace.header.hello["step_limit"]
+    phases = [s.phase for s in result.trace.steps]
+    assert phases[0] == "safety" and phases == sorted(phases, key=("safety", "liveness").index)
+    # Every crash is followed by a restart.
+    steps = result.trace.steps
+    for step, after in zip(steps, steps[1:], strict=False):
+        if step.kind == "crash" or step.crash_at and type(step.reply).__name__ == "Crashed":
+            assert (
+                after.decision == "restart"
+                and after.request is not None
+                and after.request.OP == "hello"
+            )
+    times = [s.request.now for s in steps if s.request is not None]
+    assert times == sorted(times)
+
+
+@pytest.mark.parametrize("policy", sorted(PRESETS))
+def test_every_preset_keeps_the_invariants_it_is_expected_to(policy: str) -> None:
+    for seed in range(25):
+        result = _run(seed, policy, RunOptions(ops=60, only_expected=True))
+        assert result.verdict == "held", (seed, result.violations)
+        assert result.ops > 60

@@ -1,0 +1,154 @@
+"""Sweeps: jobs, probes, the store, remembered failing seeds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from inboxsim.errors import HarnessError
+from inboxsim.model import PRESETS
+from inboxsim.reports.store import SCHEMA_VERSION, Store
+from inboxsim.sim.probes import PROBES, REQUIRED
+from inboxsim.sim.run import RunOptions
+from inboxsim.sim.sweep import SweepPlan, SweepReport, sweep
+from inboxsim.tests.sim_helpers import checkers_module
+
+
+def _plan(
+    seeds: int, policy: str = "g4", jobs: int = 1, start: int = 0, ops: int = 100
+) -> SweepPlan:
+    return SweepPlan(
+        policy, PRESETS[policy], RunOptions(ops=ops), start, seeds, jobs, checkers=checkers_module()
+    )
+
+
+@pytest.fixture(scope="module")
+def default_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[SweepReport, Path]:
+    """The default mix, a few hundred seeds, stored."""
+    db = tmp_path_factory.mktemp("sweep") / "default.duckdb"
+    with Store(db) as store:
+        report = sweep(_plan(300), store)
+    return report, db
+
+
+def test_the_default_sweep_holds_and_hits_every_required_probe(
+    default_sweep: tuple[SweepReport, Path],
+) -> None:
+    report, _ = default_sweep
+    assert report.runs == 300 and not report.failing
+    assert report.missing_probes == [] and report.exit_code == 0
+    assert set(REQUIRED) <= set(report.probe_runs)
+    doc = report.document()
+    assert [name for name, p in doc["probes"].items() if p["required"] and not p["runs"]] == []
+
+
+def test_the_store_keeps_every_run_step_and_probe(default_sweep: tuple[SweepReport, Path]) -> None:
+    report, db = default_sweep
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+            str(SCHEMA_VERSION),
+        )
+        assert con.execute("SELECT count(*), sum(ops) FROM runs").fetchone() == (300, report.ops)
+        assert con.execute("SELECT count(*) FROM steps").fetchone() == (report.ops,)
+        hashes = dict(con.execute("SELECT seed, trace_hash FROM runs").fetchall())
+        assert hashes == report.hashes
+        probes = dict(con.execute("SELECT probe, sum(hits) FROM probes GROUP BY probe").fetchall())
+        assert probes == report.probe_hits
+        # Steps are JSON, queryable as such; exactly the crash steps have no request.
+        mismatched = "SELECT count(*) FROM steps WHERE (kind = 'crash') <> (request IS NULL)"
+        assert con.execute(mismatched).fetchone() == (0,)
+        assert con.execute(
+            "SELECT count(*) FROM steps"
+            " WHERE json_extract_string(request, '$.op') = 'hello' AND idx = 0"
+        ).fetchone() == (300,)
+    finally:
+        con.close()
+
+
+def test_one_and_two_jobs_give_the_same_traces() -> None:
+    one = sweep(_plan(120, ops=60), None)
+    two = sweep(_plan(120, ops=60, jobs=2), None)
+    assert one.hashes == two.hashes and len(one.hashes) == 120
+    assert one.probe_hits == two.probe_hits
+
+
+def test_failing_seeds_are_remembered_and_run_first(tmp_path: Path) -> None:
+    db = tmp_path / "g2.duckdb"
+    with Store(db) as store:
+        first = sweep(_plan(40, "g2", ops=60), store)
+    assert first.failing and first.exit_code == 1
+    assert all(any("monoton" in v[0] for v in found) for found in first.failing.values())
+    with Store(db) as store:
+        assert store.failing_seeds("g2", {"ops": 60}) == sorted(first.failing)
+        assert store.failing_seeds("g2", {"ops": 61}) == []
+        second = sweep(_plan(5, "g2", start=1000, ops=60), store)
+        order = [
+            r[0]
+            for r in store.con.execute(
+                "SELECT seed FROM runs WHERE sweep_id = 1 ORDER BY run_id"
+            ).fetchall()
+        ]
+    assert second.remembered == tuple(sorted(first.failing))
+    assert order == sorted(first.failing) + list(range(1000, 1005))
+
+
+def test_a_remembered_seed_that_passes_is_forgotten(tmp_path: Path) -> None:
+    with Store(tmp_path / "g4.duckdb") as store:
+        store.update_failing("g4", {"ops": 30}, failed=[7, 8], passed=[])
+        report = sweep(_plan(3, ops=30), store)
+        assert report.remembered == (7, 8) and report.runs == 5
+        assert store.failing_seeds("g4", {"ops": 30}) == []
+
+
+def test_run_ids_stay_unique_across_sweeps(tmp_path: Path) -> None:
+    with Store(tmp_path / "ids.duckdb") as store:
+        sweep(_plan(4, ops=20), store)
+        sweep(_plan(4, ops=20), store)
+        rows = store.con.execute(
+            "SELECT count(*), count(DISTINCT run_id), max(sweep_id) FROM runs"
+        ).fetchone()
+    assert rows == (8, 8, 1)
+
+
+def test_a_time_budget_stops_starting_new_seeds() -> None:
+    plan = SweepPlan(
+        "g4", PRESETS["g4"], RunOptions(ops=30), 0, 10_000, 1, 0.2, 10, checkers_module()
+    )
+    report = sweep(plan, None)
+    assert report.stopped_by_budget and 0 < report.runs < 10_000
+    assert report.document()["seeds"]["stopped_by_time_budget"] is True
+
+
+def test_a_required_probe_never_hit_fails_the_sweep() -> None:
+    report = sweep(_plan(2, ops=5), None)
+    assert report.missing_probes and report.exit_code == 1
+
+
+def test_probes_a_target_cannot_show_are_not_required() -> None:
+    report = SweepReport(_plan(1, "g2"), features=("compaction",))
+    assert "revert.discards_synthetic" not in report.missing_probes
+    assert "barrier.steers_waiting" in report.missing_probes
+    assert {p.name for p in PROBES} >= set(REQUIRED)
+
+
+def test_a_store_of_another_schema_or_kind_is_refused(tmp_path: Path) -> None:
+    other = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(other))
+    con.execute("CREATE TABLE t (x INTEGER)")
+    con.close()
+    with pytest.raises(HarnessError, match="not an inboxsim store"):
+        Store(other)
+    old = tmp_path / "old.duckdb"
+    Store(old).close()
+    con = duckdb.connect(str(old))
+    con.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
+    con.close()
+    with pytest.raises(HarnessError, match="schema version 0"):
+        Store(old)
+    garbage = tmp_path / "garbage.duckdb"
+    garbage.write_bytes(b"not a database" * 100)
+    with pytest.raises(HarnessError):
+        Store(garbage)

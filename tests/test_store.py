@@ -1,0 +1,210 @@
+"""The trace store, schema v2: whole-run writes, events, views, migration
+from v1, and one-line errors for missing, corrupt, locked and newer files."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from inboxsim.errors import HarnessError
+from inboxsim.model import PRESETS
+from inboxsim.reports import store as store_mod
+from inboxsim.reports.store import SCHEMA_VERSION, Store, open_store, write_results
+from inboxsim.sim.run import RunOptions, run_seed
+
+OPTIONS = RunOptions(ops=30)
+
+
+@pytest.fixture(scope="module")
+def results() -> list:
+    return [run_seed(seed, PRESETS["g2"], OPTIONS) for seed in range(6)]
+
+
+@pytest.fixture()
+def db(tmp_path: Path, results: list) -> str:
+    path = str(tmp_path / "s.duckdb")
+    with Store(path) as s:
+        write_results(s, results, 0, 0)
+    return path
+
+
+def _consistent(con: duckdb.DuckDBPyConnection) -> int:
+    """Every stored run has all its steps (0..ops-1) and its events; returns the run count."""
+    bad = con.execute(
+        """SELECT r.run_id FROM runs r LEFT JOIN
+             (SELECT run_id, count(*) n, min(idx) lo, max(idx) hi FROM steps GROUP BY run_id) s
+           USING (run_id)
+           WHERE s.n IS NULL OR s.n != r.ops OR s.lo != 0 OR s.hi != r.ops - 1"""
+    ).fetchall()
+    assert bad == []
+    orphans = con.execute(
+        "SELECT count(*) FROM (SELECT run_id FROM steps UNION SELECT run_id FROM events "
+        "UNION SELECT run_id FROM violations UNION SELECT run_id FROM probes) x "
+        "WHERE run_id NOT IN (SELECT run_id FROM runs)"
+    ).fetchone()
+    assert orphans == (0,)
+    # The events table holds exactly the events the steps' observations list.
+    from_json = con.execute(
+        "SELECT coalesce(sum(json_array_length(json_extract(observed, '$.events'))), 0) FROM steps "
+        "WHERE observed LIKE '%\"events\"%'"
+    ).fetchone()
+    assert from_json == con.execute("SELECT count(*) FROM events").fetchone()
+    return con.execute("SELECT count(*) FROM runs").fetchone()[0]
+
+
+def test_rows_match_the_results(db: str, results: list) -> None:
+    with open_store(db) as s:
+        assert _consistent(s.con) == len(results)
+        events = sum(len(st.observed.events) for r in results for st in r.trace.steps)
+        assert s.con.execute("SELECT count(*) FROM events").fetchone() == (events,)
+        admitted = s.con.execute(
+            "SELECT count(*) FILTER (WHERE delivery IS NULL) FROM events WHERE type = 'admitted'"
+        ).fetchone()
+        assert admitted == (0,)  # every admission carries its delivery
+        assert s.schema_version() == SCHEMA_VERSION
+
+
+def test_views_answer(db: str) -> None:
+    with open_store(db) as s:
+        q = lambda sql: s.con.execute(sql).fetchall()  # noqa: E731
+        lat = q("SELECT delivery, min(latency) FROM promotion_latency GROUP BY ALL")
+        assert lat and all(d in ("steer", "queue") and lo >= 0 for d, lo in lat)
+        promoted = q("SELECT count(*) FROM events WHERE type = 'promoted'")[0][0]
+        assert q("SELECT count(*) FROM promotion_latency")[0][0] == promoted
+        assert q("SELECT min(depth) FROM inbox_depth")[0][0] == 0
+        v = q("SELECT invariant, policy, runs_violated FROM violations_by_invariant")
+        assert v == q(
+            "SELECT invariant, 'g2', count(DISTINCT run_id) FROM violations GROUP BY invariant"
+        )
+        cov = q("SELECT max(runs_hit), max(runs) FROM probe_coverage")[0]
+        assert 0 < cov[0] <= cov[1] == 6
+        ex = q("SELECT runs_exercised, runs_violated FROM invariant_exercise")
+        assert all(0 <= k <= n <= 6 for n, k in ex)
+
+
+def _v1_copy(path: str, v1: str) -> None:
+    """Turn a v2 store into what a v1 inboxsim wrote: no events, no scenario, no views."""
+    with duckdb.connect(path) as con:
+        con.execute(f"ATTACH '{v1}' AS old")
+        for ddl in store_mod._DDL:
+            if "events" in ddl.split("(")[0]:
+                continue
+            con.execute(
+                ddl.replace("IF NOT EXISTS ", "IF NOT EXISTS old.").replace(
+                    ",\n        scenario VARCHAR", ""
+                )
+            )
+        con.execute("INSERT INTO old.meta VALUES ('schema_version', '1')")
+        cols = ", ".join(c for c in store_mod._FIELDS["runs"] if c != "scenario")
+        con.execute(f"INSERT INTO old.runs SELECT {cols} FROM runs")
+        for t in ("steps", "violations", "probes"):
+            con.execute(f"INSERT INTO old.{t} SELECT * FROM {t}")
+
+
+def test_migration_from_v1(db: str, tmp_path: Path) -> None:
+    v1 = str(tmp_path / "v1.duckdb")
+    _v1_copy(db, v1)
+    with duckdb.connect(v1, read_only=True) as con:
+        assert "events" not in {
+            r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+        }
+    with open_store(v1) as s:  # a reader migrates an older file first
+        assert s.schema_version() == SCHEMA_VERSION
+        _consistent(s.con)
+        migrated = s.con.execute("SELECT * FROM events ORDER BY ALL").fetchall()
+    with open_store(db) as s:
+        assert s.con.execute("SELECT * FROM events ORDER BY ALL").fetchall() == migrated
+    with Store(v1) as s:  # and a writer goes on appending to it
+        assert s.next_ids() == (6, 1)
+
+
+def test_newer_version_is_refused(db: str) -> None:
+    with duckdb.connect(db) as con:
+        con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(HarnessError, match="schema version 99, newer than this inboxsim's"):
+        open_store(db)
+
+
+def test_missing_corrupt_and_foreign_files(tmp_path: Path) -> None:
+    with pytest.raises(HarnessError, match="does not exist"):
+        open_store(tmp_path / "missing.duckdb")
+    junk = tmp_path / "junk.duckdb"
+    junk.write_bytes(os.urandom(8192))
+    with pytest.raises(HarnessError, match="not a readable DuckDB file"):
+        open_store(junk)
+    with pytest.raises(HarnessError, match="not a readable DuckDB file"):
+        Store(junk)
+    other = tmp_path / "other.duckdb"
+    with duckdb.connect(str(other)) as con:
+        con.execute("CREATE TABLE t (x INT)")
+    with pytest.raises(HarnessError, match="not an inboxsim store"):
+        open_store(other)
+
+
+def test_locked_file(db: str) -> None:
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb, time; c = duckdb.connect({db!r}); print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        for opener in (open_store, Store):
+            with pytest.raises(HarnessError, match=r"locked by another process \(PID \d+\)"):
+                opener(db)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_killed_sweep_leaves_whole_runs(tmp_path: Path) -> None:
+    """SIGKILL a sweep mid-way: the file opens, and every run in it is whole."""
+    path = str(tmp_path / "killed.duckdb")
+    sweep = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "inboxsim.cli",
+            "sweep",
+            "--seeds",
+            "2000",
+            "--ops",
+            "40",
+            "--jobs",
+            "1",
+            "--db",
+            path,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert sweep.stderr is not None
+        # Plain progress lines on stderr (not a terminal): wait for a few batches.
+        lines = 0
+        deadline = time.monotonic() + 60
+        while lines < 3 and time.monotonic() < deadline:
+            if sweep.stderr.readline():
+                lines += 1
+        assert sweep.poll() is None, "the sweep finished before it could be killed"
+        time.sleep(0.2)
+        sweep.send_signal(signal.SIGKILL)
+    finally:
+        sweep.kill()
+        sweep.wait()
+    assert sweep.returncode == -signal.SIGKILL
+    with open_store(path) as s:
+        n = _consistent(s.con)
+    assert 0 < n < 2000
