@@ -32,7 +32,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--inboxsim-policy", default="g4", metavar="NAME", help="the model's policy (default g4)"
     )
     group.addoption(
-        "--inboxsim-seeds", default=3, type=int, metavar="N", help="seeded lockstep runs (default 3)"
+        "--inboxsim-seeds",
+        default=3,
+        type=int,
+        metavar="N",
+        help="seeded lockstep runs (default 3)",
     )
     group.addoption(
         "--inboxsim-ops", default=40, type=int, metavar="N", help="operations per seeded run"
@@ -53,7 +57,7 @@ def inboxsim_config(request: pytest.FixtureRequest) -> InboxsimConfig:
     opt: Any = request.config.getoption
     command = opt("--inboxsim-adapter")
     if not command:
-        pytest.skip("no adapter given: run with --inboxsim-adapter \"COMMAND\"")
+        pytest.skip('no adapter given: run with --inboxsim-adapter "COMMAND"')
     return InboxsimConfig(
         split_command(command),
         opt("--inboxsim-policy"),

@@ -99,8 +99,10 @@ class ValidateResult:
         ]
         failed = {v["invariant"] for v in self.violations}
         for inv in self.judged:
-            verdict = "violated" if inv in failed else (
-                "held" if inv in self.exercised else "not exercised"
+            verdict = (
+                "violated"
+                if inv in failed
+                else ("held" if inv in self.exercised else "not exercised")
             )
             out.append(f"  {inv:<28} {verdict}")
         for v in self.violations:
@@ -190,7 +192,9 @@ def steps_of(events: list[Event], step_limit: int = 4) -> list[Step]:
         "features": ALL_FEATURES,
         "step_limit": step_limit,
     }
-    steps = [Step(0, "safety", "request", "hello", Hello(0, step_limit), None, Ok(hello), Observed())]
+    steps = [
+        Step(0, "safety", "request", "hello", Hello(0, step_limit), None, Ok(hello), Observed())
+    ]
     for ev in events:
         steps.append(
             Step(

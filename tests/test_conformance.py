@@ -47,7 +47,9 @@ def test_cli_sqlite_holds_json(capsys: pytest.CaptureFixture[str], tmp_path: Pat
 def test_cli_mutant_killed_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     argv, _ = mutant_command("retry-ignores-metadata")
     cmd = " ".join(argv)
-    code = main(["conformance", "--adapter", cmd, "--scenario", "metadata-retry-identity", "--seeds", "0"])
+    code = main(
+        ["conformance", "--adapter", cmd, "--scenario", "metadata-retry-identity", "--seeds", "0"]
+    )
     out = capsys.readouterr().out
     assert code == 1, out
     assert "metadata-retry-identity" in out and "repro: inboxsim conformance" in out
@@ -81,7 +83,9 @@ def test_target_commands() -> None:
 
 
 def test_mutants_command(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["mutants", "--names", "queue-batch,retry-ignores-metadata", "--seeds", "1", "--json"])
+    code = main(
+        ["mutants", "--names", "queue-batch,retry-ignores-metadata", "--seeds", "1", "--json"]
+    )
     doc = json.loads(capsys.readouterr().out)
     assert code == 0, doc
     assert doc["killed"] == 2 and all(m["killed"] for m in doc["mutants"])
@@ -92,11 +96,28 @@ def _pytest_outside(tmp_path: Path, adapter: str) -> subprocess.CompletedProcess
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     return subprocess.run(
         [
-            sys.executable, "-m", "pytest", "--pyargs", "inboxsim.conformance",
-            "--inboxsim-adapter", adapter, "--inboxsim-seeds", "1", "--inboxsim-ops", "20",
-            "-q", "-p", "no:cacheprovider", "-k", "metadata or seed0",
+            sys.executable,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "inboxsim.conformance",
+            "--inboxsim-adapter",
+            adapter,
+            "--inboxsim-seeds",
+            "1",
+            "--inboxsim-ops",
+            "20",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-k",
+            "metadata or seed0",
         ],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -116,9 +137,24 @@ def test_plugin_fails_against_mutant(tmp_path: Path) -> None:
 def test_plugin_skips_without_adapter(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--pyargs", "inboxsim.conformance", "-q", "-rs",
-         "-p", "no:cacheprovider", "-k", "metadata"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "inboxsim.conformance",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "-k",
+            "metadata",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "--inboxsim-adapter" in done.stdout

@@ -97,7 +97,7 @@ def test_time_backward_under_promotion_time(tmp_path: Path) -> None:
         ('{"seq": 1, "type": "admitted", "time": 1}', "line 2: missing 'data'"),
         ('{"seq": -1, "type": "x", "time": 1, "data": {}}', "'seq' must be a non-negative"),
         ('{"seq": 1, "type": "x", "time": "1", "data": {}}', "'time' must be an integer"),
-        ('[1, 2]', "expected a JSON object"),
+        ("[1, 2]", "expected a JSON object"),
         ('{"seq": 1, "type": "x", "time": 1, "data": {}, "bogus": 1}', "unexpected field"),
     ],
 )
@@ -105,7 +105,9 @@ def test_malformed_lines_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, expected: str
 ) -> None:
     path = tmp_path / "m.jsonl"
-    path.write_text('{"seq": 0, "type": "admitted", "time": 1, "input": "a", "data": {}}\n' + line + "\n")
+    path.write_text(
+        '{"seq": 0, "type": "admitted", "time": 1, "input": "a", "data": {}}\n' + line + "\n"
+    )
     assert main(["validate", str(path)]) == 2
     assert expected in capsys.readouterr().err
 

@@ -1,0 +1,605 @@
+"""Conformance: an adapter in lockstep with the reference model
+(``harness-contract.md``, "Lockstep conformance: what is compared").
+
+:func:`conformance` runs, against one adapter command:
+
+1. the named scenario library, each scenario with a fresh
+   ``LockstepTarget(ModelTarget(policy), AdapterTarget(command))``; the
+   scenario's own expectations and the invariants are judged on the
+   target's trace, and the first difference from the model stops it;
+2. a seeded sweep: ``run_seed(seed, ..., target=factory)`` through
+   :mod:`.run` with the same lockstep target, each seed in a fresh data
+   folder, stopping each run at its first divergence or violation.
+
+Invariants are judged with ``only_expected``: the target is compared with
+the model under ``policy``, so an invariant the policy itself departs from
+(``g2``'s admission-time stamps and monotonic visible time) is not the
+target's failure. A scenario whose ``breaks_under`` lists the policy is
+written for other rules: it is recorded as not testable, not run.
+
+The result is a :class:`ConformanceReport`: one :class:`Item` per scenario,
+per seed and per invariant (and per hello feature one side lacks), each with
+a verdict (``held``, ``violated``, ``diverged``, ``protocol error``, ``not
+testable``), a detail (the divergence rendered side by side, or the
+violation message) and a repro command. :func:`store_results` writes the
+items into a ``conformance`` table of the DuckDB store.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import HarnessError
+from ..model import Policy
+from .adapter import DEFAULT_TIMEOUT, AdapterTarget, split_command
+from .lockstep import Divergence, LockstepTarget, NotTestable
+from .protocol import ProtocolError
+from .target import ModelTarget
+
+VERDICTS = ("held", "violated", "diverged", "protocol error", "not testable", "not exercised")
+FAILING = frozenset({"violated", "diverged", "protocol error"})
+TARGETS = ("sqlite", "model-adapter", "opencode")
+DEFAULT_OPS = 40
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Item:
+    """One row of the conformance matrix."""
+
+    kind: str  # "scenario", "seed", "invariant", "feature"
+    item: str
+    verdict: str
+    detail: str = ""
+    repro: str = ""
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict in FAILING
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "item": self.item,
+            "verdict": self.verdict,
+            "detail": self.detail,
+            "repro": self.repro,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass
+class ConformanceReport:
+    target: str
+    command: list[str]
+    policy: str
+    items: list[Item] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def failures(self) -> list[Item]:
+        return [i for i in self.items if i.failed]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+    def of(self, kind: str) -> list[Item]:
+        return [i for i in self.items if i.kind == kind]
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for i in self.items:
+            row = out.setdefault(i.kind, dict.fromkeys(VERDICTS, 0))
+            row[i.verdict] = row.get(i.verdict, 0) + 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "command": self.command,
+            "policy": self.policy,
+            "passed": self.passed,
+            "exit_code": self.exit_code,
+            "counts": self.counts(),
+            "items": [i.to_dict() for i in self.items],
+            "seconds": round(self.seconds, 3),
+        }
+
+    def lines(self) -> list[str]:
+        """The human summary: the matrix, then each failure in full."""
+        out = [f"conformance of {self.target} against the model (policy {self.policy})", ""]
+        width = max([len(i.item) for i in self.items] + [10])
+        for kind in ("scenario", "seed", "invariant", "feature"):
+            rows = self.of(kind)
+            if not rows:
+                continue
+            out.append(f"{kind:<{width + 4}}verdict")
+            for i in rows:
+                note = ""
+                if i.verdict == "not testable" or (i.failed and kind == "invariant"):
+                    note = "  (" + i.detail.splitlines()[0][:100] + ")" if i.detail else ""
+                out.append(f"  {i.item:<{width}}  {i.verdict}{note}")
+            out.append("")
+        counts = self.counts()
+        out.append(
+            "totals: "
+            + "; ".join(
+                f"{kind}s " + ", ".join(f"{n} {v}" for v, n in row.items() if n)
+                for kind, row in counts.items()
+            )
+        )
+        failures = [i for i in self.failures if i.kind in ("scenario", "seed")]
+        for i in failures:
+            out += ["", f"=== {i.kind} {i.item}: {i.verdict}", i.detail]
+            if i.repro:
+                out.append(f"repro: {i.repro}")
+        out.append("")
+        out.append(f"{'PASSED' if self.passed else 'FAILED'} in {self.seconds:.1f} s")
+        return out
+
+
+# --- resolving the target -------------------------------------------------------
+
+
+def target_command(
+    adapter: str | None, target: str | None, policy: str | None, timeout: float
+) -> tuple[list[str], str, float, str]:
+    """(argv, policy name, timeout, what to call the target) for the command line's
+    ``--adapter COMMAND`` or ``--target NAME``."""
+    if (adapter is None) == (target is None):
+        raise HarnessError("give one of --adapter COMMAND or --target NAME")
+    if adapter is not None:
+        try:
+            argv = split_command(adapter)
+        except ValueError as exc:
+            raise HarnessError(f"--adapter: {exc}") from None
+        if not argv:
+            raise HarnessError("--adapter: the command is empty")
+        return argv, policy or "g4", timeout, adapter
+    if target == "sqlite":
+        from ..impls import sqlite_inbox
+
+        path = Path(sqlite_inbox.__file__).resolve().parent / "adapter.py"
+        return [sys.executable, str(path)], policy or "g4", timeout, "sqlite"
+    if target == "model-adapter":
+        name = policy or "g4"
+        return (
+            [sys.executable, "-m", "inboxsim.sim.model_adapter", "--policy", name],
+            name,
+            timeout,
+            "model-adapter",
+        )
+    if target == "opencode":
+        from ..impls.opencode import RECOMMENDED_TIMEOUT, adapter_command
+
+        return adapter_command(), policy or "g2", max(timeout, RECOMMENDED_TIMEOUT), "opencode"
+    raise HarnessError(
+        f"--target {target!r} is not a conformance target: one of {', '.join(TARGETS)}"
+    )
+
+
+def repro_command(
+    command: Sequence[str],
+    policy: str,
+    *,
+    scenario: str | None = None,
+    seed: int | None = None,
+    ops: int = DEFAULT_OPS,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> str:
+    words = ["inboxsim", "conformance", "--adapter", shlex.join(command), "--policy", policy]
+    if timeout != DEFAULT_TIMEOUT:
+        words += ["--adapter-timeout", f"{timeout:g}"]
+    if scenario is not None:
+        words += ["--scenario", scenario, "--seeds", "0"]
+    if seed is not None:
+        words += ["--no-library", "--seed-start", str(seed), "--seeds", "1", "--ops", str(ops)]
+    return shlex.join(words)
+
+
+# --- one scenario, one seed ---------------------------------------------------------
+
+
+class _Lockstep:
+    """Makes lockstep targets, each adapter in a fresh folder, and closes them."""
+
+    def __init__(self, command: Sequence[str], timeout: float, base: Path, name: str) -> None:
+        self.command = list(command)
+        self.timeout = timeout
+        self.base = base
+        self.name = name
+        self.made: list[LockstepTarget] = []
+        self.counter = 0
+
+    def __call__(self, policy: Policy, step_limit: int) -> LockstepTarget:
+        self.counter += 1
+        folder = self.base / f"run-{self.counter}"
+        lock = LockstepTarget(
+            ModelTarget(policy, step_limit),
+            AdapterTarget(self.command, folder, step_limit, self.timeout, name=self.name),
+        )
+        self.made.append(lock)
+        return lock
+
+    def not_testable(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for lock in self.made:
+            for k, v in lock.not_testable.items():
+                out.setdefault(k, v)
+        return out
+
+    def close(self) -> None:
+        for lock in self.made:
+            try:
+                lock.close()
+            except Exception:  # noqa: BLE001 - closing a broken adapter must not mask the verdict
+                pass
+        self.made.clear()
+
+
+def _monitor_factory() -> Any:
+    from ..invariants import Monitor
+
+    def make(policy: Policy, hello: dict[str, Any], *_: Any) -> Any:
+        return Monitor(policy, hello, only_expected=True)
+
+    return make
+
+
+def _protocol_detail(exc: ProtocolError, lockstep: _Lockstep) -> str:
+    text = str(exc)
+    for lock in lockstep.made:
+        target = lock.target
+        if isinstance(target, AdapterTarget):
+            tail = target.stderr_text(1500)
+            if tail:
+                text += "\nadapter stderr (last lines):\n" + tail
+    return text
+
+
+def scenario_item(
+    loaded: Any,
+    command: Sequence[str],
+    policy: Policy,
+    policy_arg: str,
+    timeout: float,
+    base: Path,
+    name: str = "target",
+) -> tuple[Item, dict[str, str]]:
+    """Run one library scenario in lockstep; its matrix row and what was not testable."""
+    from ..scenarios.runner import run_scenario
+
+    scenario = loaded.scenario
+    repro = repro_command(command, policy_arg, scenario=scenario.name, timeout=timeout)
+    if policy.name in scenario.breaks_under:
+        return (
+            Item(
+                "scenario",
+                scenario.name,
+                "not testable",
+                f"its expectations are {scenario.policy}'s and break under {policy.name}",
+                repro,
+            ),
+            {},
+        )
+    started = time.perf_counter()
+    lockstep = _Lockstep(command, timeout, base, name)
+    item: Item
+    try:
+        result = run_scenario(
+            loaded, policy=policy, target_factory=lockstep, monitor=_monitor_factory()
+        )
+    except Divergence as div:
+        item = Item("scenario", scenario.name, "diverged", div.render(), repro)
+    except NotTestable as exc:
+        item = Item("scenario", scenario.name, "not testable", str(exc), repro)
+    except ProtocolError as exc:
+        item = Item(
+            "scenario", scenario.name, "protocol error", _protocol_detail(exc, lockstep), repro
+        )
+    else:
+        if result.failures:
+            violated = [f for f in result.failures if f.invariant is not None]
+            verdict = "violated"
+            detail = "\n".join(str(f) for f in (violated or list(result.failures)))
+            item = Item("scenario", scenario.name, verdict, detail, repro)
+        else:
+            item = Item("scenario", scenario.name, "held", "", repro)
+    finally:
+        not_testable = lockstep.not_testable()
+        lockstep.close()
+    item.seconds = time.perf_counter() - started
+    return item, not_testable
+
+
+@dataclass
+class SeedOutcome:
+    item: Item
+    violations: list[tuple[str, str]]  # (invariant, message)
+    exercised: set[str]
+    not_testable: dict[str, str]
+    steps: int = 0
+
+
+def seed_item(
+    seed: int,
+    command: Sequence[str],
+    policy: Policy,
+    policy_arg: str,
+    ops: int,
+    timeout: float,
+    base: Path,
+    name: str = "target",
+) -> SeedOutcome:
+    """One seeded run through :func:`.run.run_seed` with a lockstep target."""
+    from .run import RunOptions, run_seed
+
+    repro = repro_command(command, policy_arg, seed=seed, ops=ops, timeout=timeout)
+    lockstep = _Lockstep(command, timeout, base / f"seed-{seed}", name)
+    started = time.perf_counter()
+    violations: list[tuple[str, str]] = []
+    exercised: set[str] = set()
+    steps = 0
+    try:
+        result = run_seed(seed, policy, RunOptions(ops=ops, only_expected=True), target=lockstep)
+    except Divergence as div:
+        item = Item("seed", str(seed), "diverged", div.render(), repro)
+        steps = div.step + 1
+    except NotTestable as exc:
+        item = Item("seed", str(seed), "not testable", str(exc), repro)
+    except ProtocolError as exc:
+        item = Item("seed", str(seed), "protocol error", _protocol_detail(exc, lockstep), repro)
+    else:
+        steps = result.ops
+        exercised = set(result.exercised)
+        violations = [(v.invariant, v.message) for v in result.violations]
+        if violations:
+            detail = "\n".join(f"{inv}: {msg}" for inv, msg in violations)
+            item = Item("seed", str(seed), "violated", detail, repro)
+        else:
+            item = Item("seed", str(seed), "held", f"{result.ops} steps", repro)
+    finally:
+        not_testable = lockstep.not_testable()
+        lockstep.close()
+    item.seconds = time.perf_counter() - started
+    return SeedOutcome(item, violations, exercised, not_testable, steps)
+
+
+# --- the whole check --------------------------------------------------------------
+
+
+def conformance(
+    command: Sequence[str] | str,
+    policy: str = "g4",
+    seeds: int = 3,
+    *,
+    ops: int = DEFAULT_OPS,
+    seed_start: int = 0,
+    timeout: float = DEFAULT_TIMEOUT,
+    scenarios: Sequence[str] | None = None,
+    library: bool = True,
+    workdir: str | Path | None = None,
+    progress: Progress | None = None,
+    target_name: str | None = None,
+) -> ConformanceReport:
+    """Check an adapter (``command``: argv list or a command line) against the
+    model under ``policy``: the scenario library (``scenarios`` narrows it to
+    some names; ``library=False`` skips it), then ``seeds`` seeds from
+    ``seed_start``. Never raises for the target's failures: they are the
+    report's items. Raises :class:`HarnessError` for bad usage."""
+    from ..invariants.registry import REGISTRY
+    from ..model import load_policy
+    from ..scenarios.load import load_library
+
+    argv = split_command(command) if isinstance(command, str) else list(command)
+    if not argv:
+        raise HarnessError("an adapter needs a command to run")
+    if seeds < 0 or seed_start < 0 or ops < 0:
+        raise HarnessError("--seeds, --seed-start and --ops must be non-negative")
+    the_policy = load_policy(policy)
+    say = progress or (lambda _msg: None)
+    name = target_name or shlex.join(argv)
+    report = ConformanceReport(name, argv, the_policy.name)
+    started = time.perf_counter()
+    chosen: list[Any] = []
+    if library:
+        loaded = load_library()
+        if scenarios:
+            known = {s.scenario.name: s for s in loaded}
+            missing = [n for n in scenarios if n not in known]
+            if missing:
+                raise HarnessError(
+                    f"no library scenario named {', '.join(missing)}; known: {', '.join(known)}"
+                )
+            chosen = [known[n] for n in scenarios]
+        else:
+            chosen = loaded
+    not_testable: dict[str, str] = {}
+    tmp = tempfile.TemporaryDirectory(prefix="inboxsim-conformance-") if workdir is None else None
+    base = Path(tmp.name if tmp is not None else workdir)  # type: ignore[arg-type]
+    try:
+        for n, loaded_scenario in enumerate(chosen, start=1):
+            say(f"conformance: scenario [{n}/{len(chosen)}] {loaded_scenario.scenario.name}")
+            item, nt = scenario_item(
+                loaded_scenario,
+                argv,
+                the_policy,
+                policy,
+                timeout,
+                base / f"scenario-{n}",
+                name,
+            )
+            report.items.append(item)
+            for k, v in nt.items():
+                not_testable.setdefault(k, v)
+        exercised: set[str] = set()
+        violated: dict[str, tuple[int, str, str]] = {}
+        for seed in range(seed_start, seed_start + seeds):
+            say(f"conformance: seed {seed} ({seed - seed_start + 1}/{seeds})")
+            outcome = seed_item(seed, argv, the_policy, policy, ops, timeout, base, name)
+            report.items.append(outcome.item)
+            exercised |= outcome.exercised
+            for inv, msg in outcome.violations:
+                violated.setdefault(inv, (seed, msg, outcome.item.repro))
+            for k, v in outcome.not_testable.items():
+                not_testable.setdefault(k, v)
+        if seeds:
+            from ..invariants.registry import expected
+
+            keep = expected(the_policy)
+            for inv_id in REGISTRY:
+                if inv_id not in keep:
+                    continue
+                if inv_id in violated:
+                    seed, msg, repro = violated[inv_id]
+                    report.items.append(
+                        Item("invariant", inv_id, "violated", f"seed {seed}: {msg}", repro)
+                    )
+                elif inv_id in exercised:
+                    report.items.append(Item("invariant", inv_id, "held"))
+                else:
+                    report.items.append(
+                        Item(
+                            "invariant",
+                            inv_id,
+                            "not exercised",
+                            "no seed that ran to its end reached a step where it could fail",
+                        )
+                    )
+        for feature, why in sorted(not_testable.items()):
+            report.items.append(Item("feature", feature, "not testable", why))
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+# --- storing --------------------------------------------------------------------
+
+DDL = """
+CREATE TABLE IF NOT EXISTS conformance (
+    conformance_id BIGINT,
+    target VARCHAR,
+    command VARCHAR,
+    policy VARCHAR,
+    kind VARCHAR,
+    item VARCHAR,
+    verdict VARCHAR,
+    detail VARCHAR,
+    repro VARCHAR,
+    seconds DOUBLE,
+    recorded_at TIMESTAMP DEFAULT current_timestamp
+)
+"""
+
+
+def store_results(db: str | Path, report: ConformanceReport) -> int:
+    """Append the report's items to the store's ``conformance`` table (created
+    if missing, through the store's own connection); returns the batch id."""
+    from ..reports.store import Store
+
+    with Store(db) as store:
+        con = store.con
+        con.execute(DDL)
+        row = con.execute("SELECT coalesce(max(conformance_id), 0) + 1 FROM conformance").fetchone()
+        batch = int(row[0]) if row else 1
+        con.executemany(
+            "INSERT INTO conformance (conformance_id, target, command, policy, kind, item, "
+            "verdict, detail, repro, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    batch,
+                    report.target,
+                    json.dumps(report.command),
+                    report.policy,
+                    i.kind,
+                    i.item,
+                    i.verdict,
+                    i.detail,
+                    i.repro,
+                    i.seconds,
+                )
+                for i in report.items
+            ],
+        )
+    return batch
+
+
+__all__ = [
+    "ConformanceReport",
+    "Item",
+    "conformance",
+    "repro_command",
+    "store_results",
+    "target_command",
+]
+
+
+# --- the mutant kill matrix, across processes ------------------------------------
+
+
+def _check_one(args: tuple[str, tuple[int, ...], int]) -> Any:
+    from ..scenarios.load import load_library
+    from .mutants import check_mutant
+
+    name, seeds, ops = args
+    return check_mutant(name, load_library(), seeds, ops=ops, first_only=True)
+
+
+def mutant_matrix(
+    names: Sequence[str] | None = None,
+    seeds: int = 5,
+    *,
+    ops: int = 60,
+    jobs: int = 1,
+    progress: Progress | None = None,
+) -> list[Any]:
+    """:func:`.mutants.check_mutant` for each mutant (all by default), stopping
+    each at its first detection that counts, ``jobs`` mutants at a time in
+    worker processes. Returns the KillResults in the order of ``names``."""
+    from .mutants import MUTANTS
+
+    chosen = list(MUTANTS) if names is None else list(names)
+    unknown = [n for n in chosen if n not in MUTANTS]
+    if unknown:
+        raise HarnessError(f"unknown mutant(s) {', '.join(unknown)}; see `inboxsim mutants --list`")
+    say = progress or (lambda _msg: None)
+    work = [(n, tuple(range(seeds)), ops) for n in chosen]
+    if jobs <= 1 or len(work) <= 1:
+        out = []
+        for i, w in enumerate(work, start=1):
+            say(f"mutants: [{i}/{len(work)}] {w[0]}")
+            out.append(_check_one(w))
+        return out
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    results: dict[str, Any] = {}
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        futures = {pool.submit(_check_one, w): w[0] for w in work}
+        from concurrent.futures import as_completed
+
+        for i, fut in enumerate(as_completed(futures), start=1):
+            name = futures[fut]
+            results[name] = fut.result()
+            say(
+                f"mutants: [{i}/{len(work)}] {name}: {'killed' if results[name].killed else 'SURVIVED'}"
+            )
+    return [results[n] for n in chosen]
