@@ -142,6 +142,13 @@ def sweep(
     ] = None,
     target: TargetOption = "model",
     only_expected: OnlyExpectedOption = False,
+    executor: Annotated[
+        str, typer.Option("--executor", help="Where runs execute: `local` (process pool) or `dask`.")
+    ] = "local",
+    scheduler: Annotated[
+        str | None,
+        typer.Option("--scheduler", help="With --executor dask: the scheduler address (default: a local cluster)."),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run seeds through the simulator: swarm faults, then liveness; judge every run.
@@ -166,8 +173,13 @@ def sweep(
         raise HarnessError(f"--jobs must be at least 1, not {jobs}")
     if time_budget is not None and time_budget <= 0:
         raise HarnessError(f"--time-budget must be a positive number of seconds, not {time_budget}")
+    if executor not in ("local", "dask"):
+        raise HarnessError(f"--executor must be 'local' or 'dask', not {executor!r}")
+    if scheduler is not None and executor != "dask":
+        raise HarnessError("--scheduler goes with --executor dask")
     plan = SweepPlan(
-        policy, the_policy, options, seed_start, seeds, jobs or default_jobs(), time_budget
+        policy, the_policy, options, seed_start, seeds, jobs or default_jobs(), time_budget,
+        executor=executor, scheduler=scheduler,
     )
     with Store(db) as store:
         total = seeds + len(store.failing_seeds(policy, options.to_dict()))
@@ -549,6 +561,166 @@ def validate_command(
         for line in result.lines():
             typer.echo(line)
     raise typer.Exit(result.exit_code)
+
+
+# --- shrink (issue 5: minimal failing scenarios) ----------------------------------
+
+
+@app.command()
+def shrink(
+    what: Annotated[str, typer.Argument(help="A failing seed, or a failing scenario file.")],
+    policy: Annotated[
+        str | None,
+        typer.Option(
+            "--policy",
+            help="A policy preset name or a TOML file of fields (default: g4 for a seed, "
+            "the file's own for a scenario).",
+            show_default=False,
+        ),
+    ] = None,
+    ops: OpsOption = 100,
+    out: Annotated[
+        str | None,
+        typer.Option(
+            "--out",
+            help="Where to write the minimal scenario (default shrink-<policy>-<seed>.toml, "
+            "or <file>-min.toml).",
+            show_default=False,
+        ),
+    ] = None,
+    max_runs: Annotated[
+        int, typer.Option("--max-runs", help="Most candidate runs the shrinker may try.")
+    ] = 20_000,
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", help="Most seconds the shrinker may spend.")
+    ] = 60.0,
+    target: TargetOption = "model",
+    only_expected: OnlyExpectedOption = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Shrink a failing seed (or scenario file) to a minimal scenario that fails the same way.
+
+    Reduces the run's decision list (a scenario's steps) while the same
+    invariant is still the first one violated, and writes the minimal run's
+    steps, up to the violation, as a scenario file with expect_violation set.
+    Exits 1 when a violation was found and the scenario written, 0 when
+    there is nothing to shrink (the seed violates nothing).
+    """
+    from pathlib import Path
+
+    from inboxsim.sim import shrink as sh
+
+    if max_runs < 1 or time_limit <= 0:
+        raise HarnessError("--max-runs must be at least 1 and --time-limit positive")
+    seed: int | None = None
+    try:
+        seed = int(what)
+    except ValueError:
+        if not Path(what).is_file():
+            raise HarnessError(f"{what!r} is neither a seed (an integer) nor a scenario file") from None
+    if seed is not None:
+        if seed < 0:
+            raise HarnessError(f"the seed must be a non-negative integer, not {seed}")
+        the_policy, options = _sim_inputs(policy or "g4", ops, target, only_expected)
+        print(f"shrink: running seed {seed} under {the_policy.name}", file=sys.stderr)
+        result = sh.shrink_seed(
+            seed, the_policy, options, max_runs=max_runs, time_limit=time_limit
+        )
+        if result is None:
+            if as_json:
+                _emit_json({"seed": seed, "policy": the_policy.name, "violated": False, "written": None})
+            else:
+                typer.echo(f"seed {seed} violates no invariant under {the_policy.name}: nothing to shrink")
+            raise typer.Exit(int(ExitCode.OK))
+        written = out or f"shrink-{the_policy.name}-{seed}.toml"
+        document = {"seed": seed, "policy": the_policy.name, "violated": True, **result.document()}
+    else:
+        from inboxsim.model import load_policy
+
+        if target != "model":
+            raise HarnessError(f"--target {target!r} is not available yet: only 'model' is")
+        the_policy = load_policy(policy) if policy is not None else None
+        print(f"shrink: running scenario {what}", file=sys.stderr)
+        result = sh.shrink_scenario_file(what, the_policy, max_runs=max_runs, time_limit=time_limit)
+        if result.invariant is None:
+            state = "passes" if result.passed else "fails only on expectations, which shrink does not reduce"
+            if as_json:
+                _emit_json({"file": what, "violated": False, "passed": result.passed, "written": None})
+            else:
+                typer.echo(f"{what} violates no invariant ({state}): nothing to shrink")
+            raise typer.Exit(int(ExitCode.OK if result.passed else ExitCode.TARGET_FAILED))
+        written = out or str(Path(what).with_suffix("")) + "-min.toml"
+        document = {"file": what, "violated": True, **result.document()}
+    try:
+        Path(written).write_text(result.text or "", encoding="utf-8")
+    except OSError as exc:
+        raise HarnessError(f"cannot write {written}: {exc.strerror}") from None
+    document["written"] = written
+    if as_json:
+        _emit_json(document)
+    else:
+        original, final = document["original"], document["final"]
+
+        def line(size: dict[str, Any]) -> str:
+            parts = [f"{size[k]} {k}" for k in ("steps", "operations", "faults", "decisions", "scenario_steps") if k in size]
+            return ", ".join(parts)
+
+        typer.echo(f"invariant: {document['invariant']}")
+        typer.echo(f"original:  {line(original)}")
+        typer.echo(f"shrunk:    {line(final)}")
+        typer.echo(f"time:      {document['seconds']} s, {document['runs']} candidate runs")
+        if document.get("also_violated"):
+            typer.echo(f"note: the last step also violates {', '.join(document['also_violated'])}")
+        if document.get("verified") is False:
+            typer.echo("warning: the written scenario did not reproduce the violation when run")
+        typer.echo(f"wrote {written} (inboxsim run {written} reruns it)")
+    raise typer.Exit(int(ExitCode.TARGET_FAILED))
+
+
+# --- designs (issue 10: the design-exploration report) ---------------------------
+
+
+@app.command()
+def designs(
+    files: Annotated[list[str] | None, typer.Argument(help="Custom policy files (TOML).", show_default=False)] = None,
+    policies: Annotated[
+        str | None,
+        typer.Option("--policies", help="Comma-separated presets or TOML files (default: every preset).", show_default=False),
+    ] = None,
+    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per policy (0..N-1).")] = 200,
+    ops: Annotated[int, typer.Option("--ops", help="Workload actions per run.")] = 60,
+    depth: Annotated[int, typer.Option("--depth", help="Exploration depth.")] = 3,
+    sessions: Annotated[int, typer.Option("--sessions", help="Exploration sessions.")] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", help="Worker processes (one policy each).")] = 4,
+    out: Annotated[str, typer.Option("--out", help="Output folder.")] = "designs",
+    as_json: JsonFlag = False,
+) -> None:
+    """The design-exploration report: each policy swept and explored; designs.html, .md, .json.
+
+    Exits 0 when the report was written (it is informational), 2 on bad usage.
+    """
+    from pathlib import Path
+
+    from inboxsim.reports import designs as ds
+
+    if seeds < 1 or ops < 1 or depth < 0 or sessions < 1 or jobs < 1:
+        raise HarnessError("--seeds, --ops, --sessions and --jobs must be at least 1 and --depth at least 0")
+    specs = ds.resolve(policies, files or ())
+    if not specs:
+        raise HarnessError("no policies to study")
+    doc, figures = ds.build(
+        specs, seeds, depth, sessions, ops, jobs, progress=lambda line: print(line, file=sys.stderr)
+    )
+    try:
+        paths = ds.write(doc, figures, Path(out))
+    except OSError as exc:
+        raise HarnessError(f"cannot write the report to {out}: {exc.strerror}") from None
+    if as_json:
+        _emit_json({"files": [str(p) for p in paths], "questions": doc["questions"], "seconds": doc["seconds"]})
+        return
+    for q in doc["questions"]:
+        typer.echo(f"{q['title']}\n  {q['verdict']}")
+    typer.echo(f"written: {', '.join(str(p) for p in paths)} ({doc['seconds']} s)")
 
 
 # --- entry point ------------------------------------------------------------

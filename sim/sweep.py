@@ -24,14 +24,16 @@ that pass (Hypothesis' example database).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import multiprocessing
 import os
 import shlex
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import HarnessError
 from ..model import Policy, features
 from .probes import BY_NAME, NAMES, PROBES, REQUIRED
 from .run import RunOptions, run_seed
@@ -111,6 +113,8 @@ class SweepPlan:
     time_budget: float | None = None
     batch_size: int | None = None
     checkers: str | None = None  # a module with Monitor and Violation; None: inboxsim.invariants
+    executor: str = "local"  # "local": a process pool; "dask": a Dask cluster
+    scheduler: str | None = None  # with "dask": a scheduler address; None: a local cluster
 
     def batch(self, total: int) -> int:
         if self.batch_size is not None:
@@ -296,7 +300,7 @@ def sweep(
     def over_budget() -> bool:
         return plan.time_budget is not None and time.perf_counter() - started >= plan.time_budget
 
-    if plan.jobs <= 1:
+    if plan.jobs <= 1 and plan.executor == "local":
         for task in tasks:
             if over_budget():
                 report.stopped_by_budget = True
@@ -326,7 +330,7 @@ def _run_pool(
     # busy, few enough to stop soon after a time budget runs out.
     window = plan.jobs * 2
     queue = list(reversed(tasks))
-    with cf.ProcessPoolExecutor(max_workers=plan.jobs, mp_context=_context()) as pool:
+    with _executor(plan) as pool:
         running: set[cf.Future[BatchOutcome]] = set()
         try:
             while queue or running:
@@ -346,6 +350,37 @@ def _run_pool(
             for future in running:
                 future.cancel()
             raise
+
+
+@contextlib.contextmanager
+def _executor(plan: SweepPlan) -> Iterator[cf.Executor]:
+    """Where batches run: a local process pool, or a Dask cluster through its
+    ``concurrent.futures`` face (``Client.get_executor``), so the sweep's
+    loop is the same for both and the parent stays the only store writer."""
+    if plan.executor == "local":
+        with cf.ProcessPoolExecutor(max_workers=plan.jobs, mp_context=_context()) as pool:
+            yield pool
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise HarnessError("--executor dask needs Dask: pip install 'dask[distributed]'") from None
+    cluster = None
+    if plan.scheduler is None:
+        cluster = LocalCluster(
+            n_workers=plan.jobs, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+    try:
+        client = Client(cluster if cluster is not None else plan.scheduler, timeout="20s")
+    except OSError as exc:
+        raise HarnessError(f"cannot reach the Dask scheduler {plan.scheduler!r}: {exc}") from None
+    try:
+        with client.get_executor(pure=False) as pool:
+            yield pool
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 def default_jobs() -> int:

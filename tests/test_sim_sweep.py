@@ -75,6 +75,24 @@ def test_one_and_two_jobs_give_the_same_traces() -> None:
     assert one.probe_hits == two.probe_hits
 
 
+def test_a_dask_cluster_gives_the_same_traces_as_the_process_pool() -> None:
+    local = sweep(_plan(40, ops=60, jobs=2), None)
+    plan = _plan(40, ops=60, jobs=2)
+    on_dask = sweep(SweepPlan(**{**_fields(plan), "executor": "dask"}), None)
+    assert on_dask.hashes == local.hashes and len(on_dask.hashes) == 40
+
+
+def test_an_unreachable_dask_scheduler_is_a_harness_error() -> None:
+    plan = _plan(2, jobs=1)
+    unreachable = SweepPlan(**{**_fields(plan), "executor": "dask", "scheduler": "tcp://127.0.0.1:9"})
+    with pytest.raises(HarnessError, match="Dask scheduler"):
+        sweep(unreachable, None)
+
+
+def _fields(plan: SweepPlan) -> dict[str, object]:
+    return {name: getattr(plan, name) for name in SweepPlan.__slots__}  # type: ignore[attr-defined]
+
+
 def test_failing_seeds_are_remembered_and_run_first(tmp_path: Path) -> None:
     db = tmp_path / "g2.duckdb"
     with Store(db) as store:

@@ -1,0 +1,1016 @@
+"""The design-exploration report (``inboxsim designs``, issue 10).
+
+For every policy (the presets of ``harness-contract.md`` and any custom TOML
+policy file) the same seeded sweep and the same bounded exploration are run:
+
+- **sweep**: seeds ``0 .. N-1`` through :func:`inboxsim.sim.run.run_seed`, every
+  invariant judged. The run is not stopped at a violation (a collecting
+  monitor records the first violation of each invariant and lets the run go
+  on), so the measured behaviour covers whole runs for every policy;
+- **exploration**: :func:`inboxsim.sim.explore.explore` with every invariant
+  (its first, shortest counterexample), then once per invariant the sweep saw
+  violated, narrowed to that invariant, for its own shortest counterexample.
+
+Measured behaviour is computed from the traces alone (observed events and
+pending inboxes), and traces are compared seed for seed against ``g4`` after
+normalizing the policy name (the ``implementation`` string of ``hello``).
+
+The report is organised by the seed's "Questions to decide" and the spec's
+open points (``opencode-v2-inbox.md`` section 5) a policy covers; each gets
+the evidence and a verdict stated from it, or "not decidable by simulation"
+where the question is API shape or the presets are indistinguishable.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from ..model.policy import PRESETS, Policy
+from ..sim.trace import Step
+
+DEFAULT_POLICIES = ("g4", "g3", "g2", "g5", "a", "b", "c", "c-merged")
+DEFAULT_SEEDS = 200
+DEFAULT_OPS = 60
+DEFAULT_DEPTH = 3
+DEFAULT_SESSIONS = 1
+PROTECTED = ("shared-admission-order", "monotonic-visible-time")
+"""The invariants the seed's decision protects (one admission order; visible
+timestamps that never run backward)."""
+
+
+# --- collecting monitor ----------------------------------------------------------
+
+
+class _Collecting:
+    """Wraps the invariant monitor: records violations, never stops the run."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.found: list[Any] = []
+        self.exercised = inner.exercised
+
+    def feed(self, step: Step) -> list[Any]:
+        try:
+            self.found.extend(self.inner.feed(step))
+        except Exception:  # a checker confused by state after a violation: stop judging
+            self.inner = _Dead()
+        return []
+
+    def finish(self, liveness: bool) -> list[Any]:
+        try:
+            return list(self.inner.finish(liveness))
+        except Exception:
+            return []
+
+
+class _Dead:
+    exercised: set[str] = set()
+
+    def feed(self, step: Step) -> list[Any]:
+        return []
+
+    def finish(self, liveness: bool) -> list[Any]:
+        return []
+
+
+# --- measuring a trace ------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Tally:
+    lat_steps: dict[str, list[int]]
+    lat_now: dict[str, list[int]]
+    admitted: int = 0
+    promoted: int = 0
+    calls: int = 0
+    agent_steps: int = 0
+    executions: int = 0
+    wakes: int = 0
+    depth_samples: int = 0
+    depth_sum: int = 0
+    depth_max: int = 0
+    batch_max: int = 0
+    synthetic_steer: int = 0
+    synthetic_queue: int = 0
+    synthetic_rejected: int = 0
+    synthetic_requested_queue: int = 0
+
+    @classmethod
+    def new(cls) -> _Tally:
+        return cls({"steer": [], "queue": []}, {"steer": [], "queue": []})
+
+
+def measure(steps: Sequence[Step], tally: _Tally) -> None:
+    """Fold one trace's observations into ``tally``."""
+    waiting: dict[tuple[str, str], tuple[int, int, str]] = {}
+    depth: dict[str, int] = {}
+    now = 0
+    for step in steps:
+        wire = step.request.to_wire() if step.request is not None else None
+        if wire is not None:
+            now = wire.get("now", now)
+        ok = step.reply is not None and hasattr(step.reply, "result")
+        op = wire["op"] if wire else None
+        if op == "synthetic":
+            if wire.get("delivery") == "queue":  # type: ignore[union-attr]
+                tally.synthetic_requested_queue += 1
+            if step.reply is not None and getattr(step.reply, "code", None) == "unsupported":
+                tally.synthetic_rejected += 1
+        admitted_here = False
+        batch: dict[str, int] = {}
+        for e in step.observed.events:
+            if e.type == "admitted":
+                admitted_here = True
+                tally.admitted += 1
+                data = json.loads(e.data)
+                delivery = data.get("delivery") or "steer"
+                if data.get("type") == "synthetic":
+                    if delivery == "queue":
+                        tally.synthetic_queue += 1
+                    else:
+                        tally.synthetic_steer += 1
+                waiting[(e.session, e.input or "")] = (step.index, now, delivery)
+            elif e.type == "promoted":
+                tally.promoted += 1
+                batch[e.session] = batch.get(e.session, 0) + 1
+                got = waiting.pop((e.session, e.input or ""), None)
+                if got is not None:
+                    tally.lat_steps.setdefault(got[2], []).append(step.index - got[0])
+                    tally.lat_now.setdefault(got[2], []).append(now - got[1])
+            elif e.type in ("step_started", "compaction_started"):
+                tally.calls += 1
+                if e.type == "step_started":
+                    tally.agent_steps += 1
+            elif e.type == "execution_started":
+                tally.executions += 1
+        if batch:
+            tally.batch_max = max(tally.batch_max, *batch.values())
+        if ok and (
+            (op in ("prompt", "synthetic") and admitted_here and wire.get("resume", True))  # type: ignore[union-attr]
+            or op == "resume"
+        ):
+            tally.wakes += 1
+        for session, rows in step.observed.pending:
+            depth[session] = len(rows)
+        for e in step.observed.events:
+            depth.setdefault(e.session, 0)
+        for d in depth.values():
+            tally.depth_samples += 1
+            tally.depth_sum += d
+            tally.depth_max = max(tally.depth_max, d)
+
+
+def _stats(xs: list[int]) -> dict[str, Any]:
+    if not xs:
+        return {"n": 0, "mean": None, "p50": None, "p95": None, "max": None}
+    s = sorted(xs)
+    return {
+        "n": len(s),
+        "mean": round(statistics.fmean(s), 2),
+        "p50": s[len(s) // 2],
+        "p95": s[min(len(s) - 1, int(0.95 * len(s)))],
+        "max": s[-1],
+    }
+
+
+def _ratio(a: int, b: int) -> float | None:
+    return round(a / b, 3) if b else None
+
+
+def metrics_of(t: _Tally) -> dict[str, Any]:
+    return {
+        "admitted": t.admitted,
+        "promoted": t.promoted,
+        "latency_steps": {d: _stats(v) for d, v in sorted(t.lat_steps.items())},
+        "latency_now": {d: _stats(v) for d, v in sorted(t.lat_now.items())},
+        "model_calls_per_admitted": _ratio(t.calls, t.admitted),
+        "executions_per_wake": _ratio(t.executions, t.wakes),
+        "agent_steps_per_promoted": _ratio(t.agent_steps, t.promoted),
+        "depth_mean": _ratio(t.depth_sum, t.depth_samples),
+        "depth_max": t.depth_max,
+        "max_steers_per_boundary": t.batch_max,
+        "synthetic_admitted": {"steer": t.synthetic_steer, "queue": t.synthetic_queue},
+        "synthetic_queue_requested": t.synthetic_requested_queue,
+        "synthetic_rejected_unsupported": t.synthetic_rejected,
+    }
+
+
+def normalized_hash(texts: Sequence[Any], policy_name: str) -> str:
+    """SHA-256 of a run's canonical step texts with the policy name (in
+    ``hello``'s implementation string) replaced, so presets compare by what
+    was observed."""
+    digest = hashlib.sha256()
+    mark = f"({policy_name})"
+    for text in texts:
+        for part in text:
+            digest.update(part.replace(mark, "(*)").encode())
+            digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+# --- timeline of a counterexample -----------------------------------------------------
+
+
+def timeline_png(steps: Sequence[Step], policy: str, violations: Sequence[Any]) -> bytes:
+    """The swimlane of :mod:`.plots` drawn from a trace (not the store)."""
+    from .plots import RunDetail, swimlane_png
+
+    events, depth_rows, crashes, restarts = [], [], [], []
+    delivery: dict[tuple[str, str | None], str | None] = {}
+    for s in steps:
+        for e in s.observed.events:
+            d = None
+            if e.type == "admitted":
+                d = json.loads(e.data).get("delivery")
+                delivery[(e.session, e.input)] = d
+            elif e.type == "promoted":
+                d = delivery.get((e.session, e.input))
+            events.append((s.index, e.session, e.type, e.input, d))
+        for session, rows in s.observed.pending:
+            depth_rows.append((s.index, session, len(rows)))
+        if s.kind == "crash" or (s.reply is not None and type(s.reply).__name__ == "Crashed"):
+            crashes.append(s.index)
+        if s.decision == "restart":
+            restarts.append(s.index)
+    sessions = sorted({e[1] for e in events} | {d[1] for d in depth_rows})
+    detail = RunDetail(
+        0,
+        None,
+        policy,
+        "violated" if violations else "held",
+        len(steps),
+        events,
+        crashes,
+        restarts,
+        [(v.invariant, list(v.steps)) for v in violations],
+        depth_rows,
+        sessions,
+    )
+    return swimlane_png(detail)
+
+
+# --- one policy ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyTask:
+    spec: str
+    policy: Policy
+    seeds: int
+    ops: int
+    sessions: int
+    depth: int
+
+
+def _explore_one(policy: Policy, sessions: int, depth: int, only: str | None) -> dict[str, Any]:
+    from ..invariants.monitor import Monitor
+    from ..sim import explore as ex
+    from ..sim.trace import step_wire
+
+    def factory(p: Policy, hello: dict[str, Any]) -> Any:
+        return Monitor(p, hello, invariants=None if only is None else (only,))
+
+    result = ex.explore(policy, factory, sessions, depth)
+    doc: dict[str, Any] = {
+        "invariant_filter": only,
+        "states": result.states,
+        "transitions": result.transitions,
+        "complete": result.complete,
+        "seconds": round(result.seconds, 2),
+        "claim": ex.exhaustive_claim(sessions, depth),
+        "violations": [ex.violation_wire(v) for v in result.violations],
+    }
+    if result.violations:
+        text, fmt = ex.render_counterexample(result, policy)
+        doc["operations"] = result.operations
+        doc["scenario"] = text
+        doc["scenario_format"] = fmt
+        doc["steps"] = [
+            f"[{s.index}] {s.decision} -> {ex._reply_text(s)}"
+            for s in result.trace
+            if s.decision != "hello" and not s.decision.startswith("create(")
+        ]
+        doc["trace"] = [step_wire(s) for s in result.trace]
+        doc["_png"] = timeline_png(result.trace, policy.name, result.violations)
+    return doc
+
+
+def study_policy(task: PolicyTask) -> dict[str, Any]:
+    """Sweep and explore one policy (runs in a worker)."""
+    from ..invariants.monitor import Monitor
+    from ..sim.run import RunOptions, run_seed
+
+    started = time.perf_counter()
+    options = RunOptions(ops=task.ops)
+    tally = _Tally.new()
+    hashes: list[str] = []
+    first: dict[str, dict[str, Any]] = {}
+    seeds_violating: dict[str, int] = {}
+    for seed in range(task.seeds):
+        holder: list[_Collecting] = []
+
+        def monitor(p: Policy, hello: dict[str, Any], holder: list[_Collecting] = holder) -> Any:
+            m = _Collecting(Monitor(p, hello))
+            holder.append(m)
+            return m
+
+        from ..invariants.base import Violation
+
+        result = run_seed(seed, task.policy, options, monitor=monitor, violation=Violation)
+        found = list(holder[0].found) + list(result.violations)
+        for inv in sorted({v.invariant for v in found}):
+            seeds_violating[inv] = seeds_violating.get(inv, 0) + 1
+        for v in found:
+            if v.invariant not in first:
+                first[v.invariant] = {
+                    "seed": seed,
+                    "steps": list(v.steps),
+                    "message": v.message,
+                    "replay": f"inboxsim replay {seed} --policy {task.spec} --ops {task.ops}",
+                }
+        measure(result.trace.steps, tally)
+        hashes.append(normalized_hash(result.texts, task.policy.name))
+    sweep_seconds = time.perf_counter() - started
+    explorations = [_explore_one(task.policy, task.sessions, task.depth, None)]
+    first_found = {v["invariant"] for v in explorations[0]["violations"]}
+    for inv in sorted(seeds_violating):
+        if inv in first_found or inv == "liveness.settles":
+            continue
+        explorations.append(_explore_one(task.policy, task.sessions, task.depth, inv))
+    return {
+        "name": task.policy.name,
+        "spec": task.spec,
+        "summary": task.policy.summary,
+        "fields": task.policy.fields(),
+        "seeds": task.seeds,
+        "sweep_seconds": round(sweep_seconds, 2),
+        "seconds": round(time.perf_counter() - started, 2),
+        "metrics": metrics_of(tally),
+        "violations": {
+            inv: {"seeds": seeds_violating[inv], **first[inv]} for inv in sorted(seeds_violating)
+        },
+        "explore": explorations,
+        "hashes": hashes,
+    }
+
+
+# --- the questions -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    key: str
+    title: str
+    source: str
+    policies: tuple[str, ...]
+    verdict: Callable[[dict[str, dict[str, Any]], dict[str, Any]], str]
+
+
+def _broken(p: dict[str, Any]) -> list[str]:
+    return sorted(k for k in p["violations"] if k != "liveness.settles")
+
+
+def _ident(doc: dict[str, Any], name: str) -> str:
+    same = doc["identical_to_g4"].get(name)
+    if same is None:
+        return f"{name} vs g4: not compared (g4 or {name} not run)"
+    return f"{same[0]} of {same[1]} seeds give identical traces"
+
+
+def _explained(p: dict[str, Any], inv: str) -> str:
+    for e in p["explore"]:
+        for v in e["violations"]:
+            if v["invariant"] == inv:
+                return (
+                    f"{inv} (shortest counterexample: {e['operations']} operations: {v['message']})"
+                )
+    v = p["violations"].get(inv)
+    if v:
+        return f"{inv} (seed {v['seed']}: {v['message']})"
+    return inv
+
+
+def _v_variant(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
+    parts = [
+        "Candidate A (content union) vs B (input union) is API shape: the model admits the same "
+        "input through either, so it is not decidable by simulation."
+    ]
+    if "a" in ps:
+        parts.append(
+            f"Candidate a is indistinguishable by observation from g4 ({_ident(doc, 'a')})."
+        )
+    if "c" in ps:
+        broken = _broken(ps["c"])
+        if broken:
+            parts.append(
+                "What simulation does decide is the lifecycle: parallel lifecycles (c) break "
+                + "; ".join(_explained(ps["c"], i) for i in broken if i in PROTECTED or True)
+                + "."
+            )
+        else:
+            parts.append("Parallel lifecycles (c) held every invariant in this run.")
+    if "c-merged" in ps:
+        kept = (
+            "keeps every invariant"
+            if not _broken(ps["c-merged"])
+            else "breaks " + ", ".join(_broken(ps["c-merged"]))
+        )
+        parts.append(
+            f"c-merged (parallel records, one merged order) {kept} and is indistinguishable from g4 "
+            f"({_ident(doc, 'c-merged')}). Whatever the public shape, prompt and synthetic input must "
+            "share one admission implementation and order."
+        )
+    return " ".join(parts)
+
+
+def _v_delivery(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
+    if "b" not in ps or "g4" not in ps:
+        return "not run (needs b and g4)."
+    b, g = ps["b"]["metrics"], ps["g4"]["metrics"]
+    req = b["synthetic_queue_requested"]
+    broken_b = _broken(ps["b"])
+    text = (
+        f"Under b (synthetic input always steers) {req} synthetic queue requests were made and "
+        f"{b['synthetic_admitted']['queue']} synthetic inputs were admitted as queue "
+        f"(g4: {g['synthetic_admitted']['queue']}). "
+    )
+    text += (
+        ("b breaks " + "; ".join(_explained(ps["b"], i) for i in broken_b) + ". ")
+        if broken_b
+        else "b breaks no invariant: always-steer is safe, it only removes the caller's choice. "
+    )
+    text += (
+        f"b vs g4: {_ident(doc, 'b')}. Supporting steer and queue for API-submitted "
+        "synthetic input costs no invariant (g4 holds them all), and background completion choosing "
+        "steer is covered by background-completion under both; the choice is API capability, "
+        "not safety."
+    )
+    return text
+
+
+def _v_api(what: str) -> Callable[[dict[str, dict[str, Any]], dict[str, Any]], str]:
+    def verdict(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
+        return (
+            f"Not decidable by simulation: {what} Every preset emits the same protocol "
+            "observations for the same request stream (the adapter protocol has one admitted/"
+            "promoted event carrying a type discriminator), so no trace can favour one option."
+        )
+
+    return verdict
+
+
+def _v_retry(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
+    if "g5" not in ps:
+        return "not run (needs g5)."
+    broken = [i for i in _broken(ps["g5"]) if "retry" in i or "conflict" in i]
+    g4 = (
+        "g4 (strict: complete payload incl. metadata plus delivery, against the admission record) "
+        + (
+            "held every retry invariant"
+            if "g4" in ps and not [i for i in _broken(ps["g4"]) if "retry" in i or "conflict" in i]
+            else "was not run or broke retry invariants"
+        )
+    )
+    if not broken:
+        return g4 + "; g5 broke none in this run."
+    return (
+        g4
+        + ". g5 (first admission wins, retry from the message) breaks "
+        + "; ".join(_explained(ps["g5"], i) for i in broken)
+        + ". Evidence favours the seed's decision: compare the complete payload plus delivery."
+    )
+
+
+def _v_g2_time(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
+    if "g2" not in ps:
+        return "not run (needs g2)."
+    inv = "monotonic-visible-time"
+    if inv in ps["g2"]["violations"]:
+        return (
+            f"Admission-time stamps (g2) break {_explained(ps['g2'], inv)}; "
+            f"{ps['g2']['violations'][inv]['seeds']} of {ps['g2']['seeds']} seeds. "
+            "Promotion-time stamps (g4 and the decision) keep visible time monotonic."
+        )
+    return "g2 did not break monotonic-visible-time in this run (raise --seeds or --depth)."
+
+
+def _v_g5_barrier(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
+    if "g5" not in ps:
+        return "not run (needs g5)."
+    inv = "barrier-blocks-promotion"
+    if inv in ps["g5"]["violations"]:
+        return (
+            f"The ordered barrier of g5 (steers admitted before the compaction request promote "
+            f"first) departs from G4's rule: {_explained(ps['g5'], inv)}; "
+            f"{ps['g5']['violations'][inv]['seeds']} of {ps['g5']['seeds']} seeds. It is a different, "
+            "deterministic order, not a safety loss; pick by which order the summary should see."
+        )
+    return "No observed difference in barrier order in this run."
+
+
+def _v_g5_retry_after(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
+    if "g5" not in ps:
+        return "not run (needs g5)."
+    inv = [i for i in _broken(ps["g5"]) if i.startswith("retry")]
+    if not inv:
+        return "g5's retry from the message broke no retry invariant in this run."
+    return (
+        "Retrying from the message (g5: delivery copied from the request, fork copies reconcile) "
+        "breaks "
+        + "; ".join(_explained(ps["g5"], i) for i in inv)
+        + ". The admission record (g4) keeps retries exact after promotion."
+    )
+
+
+def _v_cap(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
+    if "g2" not in ps:
+        return "not run (needs g2)."
+    top = max(p["metrics"]["max_steers_per_boundary"] for p in ps.values())
+    return (
+        f"Not decidable by this simulation: the largest steer batch promoted at one boundary was "
+        f"{top}, far below G2's cap of 100, so the cap never bound; and G2's captured cutoff cannot "
+        "be observed through the protocol (nothing is admitted during a boundary). The model reads the "
+        "boundary atomically, as the spec recommends."
+    )
+
+
+def _v_parallel(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
+    if "c" not in ps or "c-merged" not in ps:
+        return "not run (needs c and c-merged)."
+    c_broken = [i for i in _broken(ps["c"]) if i in PROTECTED] or _broken(ps["c"])
+    text = "Parallel lifecycles drained kind by kind (c) break " + (
+        "; ".join(_explained(ps["c"], i) for i in c_broken) if c_broken else "nothing in this run"
+    )
+    cm = _broken(ps["c-merged"])
+    text += (
+        f". c-merged (one merged order) {'keeps every invariant' if not cm else 'breaks ' + ', '.join(cm)} "
+        f"and is indistinguishable from g4 ({_ident(doc, 'c-merged')}): separate records are "
+        "acceptable only with one shared admission order."
+    )
+    return text
+
+
+def _v_storage(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
+    if "g3" not in doc["identical_to_g4"]:
+        return "not run (needs g3 and g4)."
+    return (
+        f"Indistinguishable by observation: {_ident(doc, 'g3')}. Keeping rows with promoted_seq (g3) "
+        "vs deleting them (g4) is storage; a question of API shape and storage, not decidable by "
+        "simulation."
+    )
+
+
+QUESTIONS: tuple[Question, ...] = (
+    Question(
+        "q1-variant",
+        "Is a synthetic message a prompt content variant or a distinct Session input kind?",
+        "seed, Questions to decide 1 (candidates A, B, C)",
+        ("g4", "a", "b", "c", "c-merged"),
+        _v_variant,
+    ),
+    Question(
+        "q2-delivery",
+        "Should API-submitted synthetic content support both steer and queue, while background "
+        "completion always chooses steer?",
+        "seed, Questions to decide 2",
+        ("g4", "b"),
+        _v_delivery,
+    ),
+    Question(
+        "q3-events",
+        "Generic input admission/promotion events or content-specific prompt/synthetic events?",
+        "seed, Questions to decide 3",
+        ("g4", "c", "c-merged"),
+        _v_api(
+            "event naming is API shape; the ordering consequence of separate lifecycles is "
+            "judged under q1 and the parallel-lifecycles point."
+        ),
+    ),
+    Question(
+        "q4-discriminator",
+        'Does a required type: "user" discriminator justify changing the prompt payload?',
+        "seed, Questions to decide 4",
+        ("g4", "a"),
+        _v_api(
+            "a required discriminator changes the payload's shape, not what is admitted, ordered "
+            "or promoted."
+        ),
+    ),
+    Question(
+        "q5-alias",
+        "Should the synthetic endpoint remain as a convenience alias?",
+        "seed, Questions to decide 5",
+        ("g4", "b"),
+        _v_api(
+            "an alias and the input endpoint send the same admission; (g2, with no synthetic route, "
+            "only shows that synthetic requests are then rejected as unsupported)."
+        ),
+    ),
+    Question(
+        "q6-retry",
+        "What should exact retry compare?",
+        "seed, Questions to decide 6; spec A3/A4",
+        ("g4", "g5"),
+        _v_retry,
+    ),
+    Question(
+        "a1-time",
+        "A1: promoted message timestamp (admission or promotion time)",
+        "spec section 5 A1",
+        ("g4", "g2"),
+        _v_g2_time,
+    ),
+    Question(
+        "a2-barrier",
+        "A2: barrier order (later input vs all input behind the barrier)",
+        "spec section 5 A2",
+        ("g4", "g5"),
+        _v_g5_barrier,
+    ),
+    Question(
+        "a3-retry",
+        "A3/A4: retry after promotion (admission record vs message)",
+        "spec section 5 A3, A4",
+        ("g4", "g5"),
+        _v_g5_retry_after,
+    ),
+    Question("a6-cap", "A6: steer batch cutoff and cap", "spec section 5 A6", ("g4", "g2"), _v_cap),
+    Question(
+        "parallel",
+        "Parallel prompt/synthetic lifecycles: kind by kind (c) or one merged order (c-merged)",
+        "seed candidate C and its decision",
+        ("g4", "c", "c-merged"),
+        _v_parallel,
+    ),
+    Question(
+        "storage",
+        "Storage: rows kept with promoted_seq (g3) vs removed (g4)",
+        "harness-contract.md, policy presets",
+        ("g4", "g3"),
+        _v_storage,
+    ),
+)
+
+
+# --- the whole report ----------------------------------------------------------------------------
+
+
+def build(
+    specs: Sequence[tuple[str, Policy]],
+    seeds: int = DEFAULT_SEEDS,
+    depth: int = DEFAULT_DEPTH,
+    sessions: int = DEFAULT_SESSIONS,
+    ops: int = DEFAULT_OPS,
+    jobs: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """Study every policy; the report document and its figures (PNG bytes)."""
+    started = time.perf_counter()
+    tasks = [PolicyTask(spec, p, seeds, ops, sessions, depth) for spec, p in specs]
+    results: list[dict[str, Any]] = []
+    if jobs > 1 and len(tasks) > 1:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+            for r in pool.map(study_policy, tasks):
+                results.append(r)
+                if progress:
+                    progress(f"designs: {r['name']} done ({r['seconds']} s)")
+    else:
+        for task in tasks:
+            results.append(study_policy(task))
+            if progress:
+                progress(f"designs: {results[-1]['name']} done ({results[-1]['seconds']} s)")
+    figures: dict[str, bytes] = {}
+    by_name = {r["name"]: r for r in results}
+    identical: dict[str, tuple[int, int]] = {}
+    if "g4" in by_name:
+        base = by_name["g4"]["hashes"]
+        for r in results:
+            if r["name"] != "g4":
+                n = min(len(base), len(r["hashes"]))
+                identical[r["name"]] = (sum(base[i] == r["hashes"][i] for i in range(n)), n)
+    for r in results:
+        r["hashes_digest"] = hashlib.sha256("".join(r.pop("hashes")).encode()).hexdigest()
+        for k, e in enumerate(r["explore"]):
+            png = e.pop("_png", None)
+            if png is not None:
+                figures[f"timeline-{r['name']}-{k}.png"] = png
+                e["figure"] = f"timeline-{r['name']}-{k}.png"
+    doc: dict[str, Any] = {
+        "options": {"seeds": seeds, "ops": ops, "depth": depth, "sessions": sessions},
+        "policies": results,
+        "identical_to_g4": identical,
+    }
+    questions = []
+    for q in QUESTIONS:
+        ps = {n: by_name[n] for n in q.policies if n in by_name}
+        missing = [n for n in q.policies if n not in by_name]
+        verdict = q.verdict(ps, doc) if len(ps) >= 1 else "not run."
+        questions.append(
+            {
+                "key": q.key,
+                "title": q.title,
+                "source": q.source,
+                "policies": list(ps),
+                "missing": missing,
+                "verdict": verdict,
+            }
+        )
+    doc["questions"] = questions
+    figures.update(metric_figures(results))
+    doc["seconds"] = round(time.perf_counter() - started, 2)
+    return doc, figures
+
+
+METRICS: tuple[tuple[str, str, Callable[[dict[str, Any]], float | None]], ...] = (
+    (
+        "latency-steer-steps",
+        "mean admission-to-promotion latency, steer (steps)",
+        lambda m: m["latency_steps"].get("steer", {}).get("mean"),
+    ),
+    (
+        "latency-queue-steps",
+        "mean admission-to-promotion latency, queue (steps)",
+        lambda m: m["latency_steps"].get("queue", {}).get("mean"),
+    ),
+    (
+        "latency-steer-now",
+        "mean admission-to-promotion latency, steer (now units)",
+        lambda m: m["latency_now"].get("steer", {}).get("mean"),
+    ),
+    (
+        "latency-queue-now",
+        "mean admission-to-promotion latency, queue (now units)",
+        lambda m: m["latency_now"].get("queue", {}).get("mean"),
+    ),
+    ("calls-per-input", "model calls per admitted input", lambda m: m["model_calls_per_admitted"]),
+    ("executions-per-wake", "executions per wake request", lambda m: m["executions_per_wake"]),
+    ("depth-mean", "inbox depth, mean pending per session", lambda m: m["depth_mean"]),
+    ("depth-max", "inbox depth, max pending", lambda m: m["depth_max"]),
+    ("steps-per-prompt", "agent steps per promoted input", lambda m: m["agent_steps_per_promoted"]),
+)
+
+
+def metric_figures(results: list[dict[str, Any]]) -> dict[str, bytes]:
+    """One bar chart per metric across policies (steer/queue grouped for latency)."""
+    from .plots import PALETTE, _figure, _png
+
+    figures: dict[str, bytes] = {}
+    names = [r["name"] for r in results]
+    groups = (
+        ("latency-steps", "admission-to-promotion latency (steps)", "latency_steps"),
+        ("latency-now", "admission-to-promotion latency (now units)", "latency_now"),
+    )
+    for key, title, field in groups:
+        fig, ax = _figure(8, 3)
+        width = 0.4
+        for k, d in enumerate(("steer", "queue")):
+            ys = [r["metrics"][field].get(d, {}).get("mean") or 0 for r in results]
+            ax.bar(
+                [i + (k - 0.5) * width for i in range(len(names))],
+                ys,
+                width,
+                label=d,
+                color=PALETTE[d],
+            )
+        ax.set_xticks(range(len(names)), names)
+        ax.set_ylabel("mean")
+        ax.set_title(title)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        figures[f"{key}.png"] = _png(fig)
+    for key, title, get in METRICS[4:]:
+        fig, ax = _figure(8, 2.8)
+        ys = [get(r["metrics"]) or 0 for r in results]
+        ax.bar(range(len(names)), ys, color="#1f77b4")
+        ax.set_xticks(range(len(names)), names)
+        ax.set_title(title)
+        fig.tight_layout()
+        figures[f"{key}.png"] = _png(fig)
+    return figures
+
+
+# --- writing ---------------------------------------------------------------------------
+
+
+def _metric_rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = [
+        "policy",
+        "admitted",
+        "promoted",
+        *(t for _, t, _ in METRICS),
+        "max steers/boundary",
+        "identical to g4",
+    ]
+    rows = []
+    for r in doc["policies"]:
+        m = r["metrics"]
+        same = doc["identical_to_g4"].get(r["name"])
+        rows.append(
+            [
+                r["name"],
+                str(m["admitted"]),
+                str(m["promoted"]),
+                *("-" if get(m) is None else str(get(m)) for _, _, get in METRICS),
+                str(m["max_steers_per_boundary"]),
+                "-" if same is None else f"{same[0]}/{same[1]}",
+            ]
+        )
+    return head, rows
+
+
+def _violation_rows(doc: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for r in doc["policies"]:
+        if not r["violations"]:
+            rows.append([r["name"], "(none)", "0", "-", "-"])
+        for inv, v in r["violations"].items():
+            ex = next(
+                (e for e in r["explore"] for w in e["violations"] if w["invariant"] == inv), None
+            )
+            shortest = f"{ex['operations']} ops" if ex else "not within the bound"
+            rows.append([r["name"], inv, f"{v['seeds']}/{r['seeds']}", shortest, v["message"]])
+    return rows
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    o = doc["options"]
+    out = [
+        "# inboxsim design exploration",
+        "",
+        f"Seeds 0..{o['seeds'] - 1} per policy ({o['ops']} workload ops each, every invariant judged, "
+        f"runs not stopped at a violation); exploration: {o['sessions']} session(s), depth {o['depth']}. "
+        f"Total {doc['seconds']} s.",
+        "",
+        "## Questions",
+        "",
+    ]
+    for q in doc["questions"]:
+        out += [
+            f"### {q['title']}",
+            "",
+            f"*{q['source']}; policies compared: {', '.join(q['policies']) or '-'}"
+            + (f"; not run: {', '.join(q['missing'])}" if q["missing"] else "")
+            + "*",
+            "",
+            f"**Verdict.** {q['verdict']}",
+            "",
+        ]
+    out += [
+        "## Invariants broken",
+        "",
+        "| policy | invariant | seeds | shortest | first message |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    out += [
+        "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in _violation_rows(doc)
+    ]
+    out += ["", "## Shortest counterexamples (explorer)", ""]
+    for r in doc["policies"]:
+        for e in r["explore"]:
+            if not e["violations"]:
+                if e["invariant_filter"] is None:
+                    out += [f"- **{r['name']}**: no violation; {e['claim']} ({e['states']} states)"]
+                continue
+            v = e["violations"][0]
+            out += [
+                "",
+                f"### {r['name']}: {v['invariant']} ({e['operations']} operations)",
+                "",
+                v["message"],
+                "",
+                "```",
+                *e["steps"],
+                "```",
+                "",
+                "```toml",
+                e["scenario"].rstrip(),
+                "```",
+            ]
+        for inv, v in r["violations"].items():
+            if not any(w["invariant"] == inv for e in r["explore"] for w in e["violations"]):
+                out += [
+                    f"- **{r['name']}** {inv}: not found within the exploration bound; first failing seed "
+                    f"{v['seed']} (`{v['replay']}`): {v['message']}"
+                ]
+    head, rows = _metric_rows(doc)
+    out += [
+        "",
+        "## Measured behaviour",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + " --- |" * len(head),
+    ]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    out += [
+        "",
+        "Definitions: latency from the step (and `now`) of an input's `admitted` event to its "
+        "`promoted` event; model calls are `step_started` + `compaction_started`; a wake request is "
+        "a successful admission with resume or a `resume`; agent steps are `step_started`; inbox depth is "
+        "sampled per known session after every step. Identical to g4: traces equal seed for seed after "
+        "normalizing the policy name.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1300px;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:.85em} th,td{border:1px solid #ddd;padding:.3em .6em;text-align:left}
+th{background:#f4f4f4} code,pre{background:#f4f4f4;padding:0 .2em} pre{padding:.5em;overflow-x:auto}
+img{max-width:100%;border:1px solid #eee;margin:.5em 0} .verdict{background:#eef4fb;padding:.5em .8em;border-radius:6px}
+"""
+
+
+def _img(png: bytes, alt: str) -> str:
+    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    parts = ["<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
+    parts += ["<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows]
+    return "".join(parts) + "</table>"
+
+
+def html(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
+    o = doc["options"]
+    p = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><title>inboxsim designs</title>',
+        f"<style>{_STYLE}</style></head><body><h1>inboxsim design exploration</h1>",
+        f"<p>Seeds 0..{o['seeds'] - 1} per policy ({o['ops']} ops), exploration {o['sessions']} session(s), "
+        f"depth {o['depth']}; {doc['seconds']} s.</p><h2>Questions</h2>",
+    ]
+    for q in doc["questions"]:
+        p.append(
+            f"<h3>{escape(q['title'])}</h3><p><i>{escape(q['source'])}; policies: "
+            f"{escape(', '.join(q['policies']))}</i></p><p class=verdict>{escape(q['verdict'])}</p>"
+        )
+    p.append("<h2>Invariants broken</h2>")
+    p.append(
+        _table(["policy", "invariant", "seeds", "shortest", "first message"], _violation_rows(doc))
+    )
+    p.append("<h2>Shortest counterexamples</h2>")
+    for r in doc["policies"]:
+        for e in r["explore"]:
+            if not e["violations"]:
+                continue
+            v = e["violations"][0]
+            p.append(
+                f"<h3>{escape(r['name'])}: {escape(v['invariant'])} ({e['operations']} operations)</h3>"
+                f"<p>{escape(v['message'])}</p><pre>{escape(chr(10).join(e['steps']))}</pre>"
+            )
+            if e.get("figure") in figures:
+                p.append(_img(figures[e["figure"]], f"timeline {r['name']} {v['invariant']}"))
+            p.append(
+                f"<details><summary>scenario file</summary><pre>{escape(e['scenario'])}</pre></details>"
+            )
+    head, rows = _metric_rows(doc)
+    p.append("<h2>Measured behaviour</h2>" + _table(head, rows))
+    for name in sorted(figures):
+        if not name.startswith("timeline-"):
+            p.append(_img(figures[name], name))
+    p.append("</body></html>\n")
+    return "\n".join(p)
+
+
+def write(doc: dict[str, Any], figures: dict[str, bytes], out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "designs.html", out / "designs.md", out / "designs.json"]
+    paths[0].write_text(html(doc, figures), encoding="utf-8")
+    paths[1].write_text(markdown(doc), encoding="utf-8")
+    paths[2].write_text(
+        json.dumps(doc, indent=2, sort_keys=True, default=list) + "\n", encoding="utf-8"
+    )
+    return paths
+
+
+def resolve(policies: str | None, files: Sequence[str]) -> list[tuple[str, Policy]]:
+    """The policies to study, as (spec, policy); raises PolicyError on a bad one."""
+    from ..model.policy import load_policy
+
+    specs = [
+        s.strip() for s in (policies.split(",") if policies else DEFAULT_POLICIES) if s.strip()
+    ]
+    specs += list(files)
+    out: list[tuple[str, Policy]] = []
+    seen: set[str] = set()
+    for spec in specs:
+        p = load_policy(spec)
+        if p.name in seen:
+            continue
+        seen.add(p.name)
+        out.append((spec, p))
+    return out
+
+
+__all__ = ["build", "write", "resolve", "markdown", "html", "QUESTIONS", "PRESETS"]
