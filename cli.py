@@ -297,16 +297,30 @@ def run_scenarios(
         str | None,
         typer.Option("--policy", help="Override every file's policy: a preset name or a TOML file.", show_default=False),
     ] = None,
+    adapter: Annotated[
+        str | None,
+        typer.Option("--adapter", help="Run against this adapter-protocol program instead of the model.", show_default=False),
+    ] = None,
+    adapter_timeout: Annotated[
+        float, typer.Option("--adapter-timeout", help="The longest wait for one adapter response.")
+    ] = 10.0,
     as_json: JsonFlag = False,
 ) -> None:
-    """Run scenario files against the model, checking every invariant and expectation.
+    """Run scenario files against the model (or --adapter), checking every invariant and expectation.
 
-    Exits 1 when any scenario failed, 2 when a file is malformed.
+    Exits 1 when any scenario failed (an adapter's protocol error included),
+    2 when a file is malformed. For a comparison step by step with the model,
+    use `inboxsim conformance`.
     """
+    import tempfile
+    from pathlib import Path
+
     from inboxsim.scenarios import command
 
     loaded = command.gather(files or [], library)
-    results, checked = command.run_all(loaded, policy)
+    with tempfile.TemporaryDirectory(prefix="inboxsim-run-") as work:
+        factory = command.adapter_factory(adapter, adapter_timeout, Path(work)) if adapter else None
+        results, checked = command.run_all(loaded, policy, target_factory=factory)
     if as_json:
         _emit_json(command.document(results, checked, policy))
     else:

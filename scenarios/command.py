@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import ExitCode, HarnessError
 from ..model import Policy
+from ..sim.target import Target
 from .load import LoadedScenario, library_paths, load_scenario, resolve_policy
-from .runner import ScenarioResult, default_monitor, run_scenario
+from .runner import Failure, ScenarioResult, TargetFactory, default_monitor, run_scenario
 
 
 def gather(files: Sequence[str], library: bool) -> list[LoadedScenario]:
@@ -25,11 +27,32 @@ def gather(files: Sequence[str], library: bool) -> list[LoadedScenario]:
     return [load_scenario(p) for p in paths]
 
 
+def adapter_factory(command: str, timeout: float, workdir: Path) -> TargetFactory:
+    """Targets that start ``command`` (an adapter-protocol program) in a fresh
+    data folder per scenario, under ``workdir``."""
+    from ..sim.adapter import AdapterTarget, split_command
+
+    argv = split_command(command)
+    counter = iter(range(1_000_000))
+
+    def build(policy: Policy, step_limit: int) -> Target:
+        data = workdir / f"scenario-{next(counter)}"
+        data.mkdir()
+        return AdapterTarget(argv, data, step_limit, timeout)
+
+    return build
+
+
 def run_all(
-    scenarios: Sequence[LoadedScenario], policy: str | None, progress: bool = True
+    scenarios: Sequence[LoadedScenario],
+    policy: str | None,
+    progress: bool = True,
+    target_factory: TargetFactory | None = None,
 ) -> tuple[list[ScenarioResult], bool]:
-    """Run each scenario (``policy`` overrides every file's); returns the
-    results and whether the invariant checkers judged them."""
+    """Run each scenario (``policy`` overrides every file's) against the model,
+    or the targets ``target_factory`` builds; returns the results and whether
+    the invariant checkers judged them. An adapter's protocol error ends that
+    scenario as a failure naming the request (sim.protocol.ProtocolError)."""
     override: Policy | None = resolve_policy(policy) if policy is not None else None
     monitor = default_monitor()
     if monitor is None and progress:
@@ -41,8 +64,29 @@ def run_all(
     for number, loaded in enumerate(scenarios, start=1):
         if progress:
             print(f"run: [{number}/{len(scenarios)}] {loaded.name}", file=sys.stderr)
-        results.append(run_scenario(loaded, override, monitor=monitor))
+        if target_factory is None:
+            results.append(run_scenario(loaded, override, monitor=monitor))
+        else:
+            results.append(_run_on_adapter(loaded, override, monitor, target_factory))
     return results, monitor is not None
+
+
+def _run_on_adapter(
+    loaded: LoadedScenario, policy: Policy | None, monitor: Any, factory: TargetFactory
+) -> ScenarioResult:
+    from .. import __version__
+    from ..sim.protocol import ProtocolError
+    from ..sim.trace import Trace, TraceHeader
+
+    try:
+        return run_scenario(loaded, policy, target_factory=factory, monitor=monitor)
+    except ProtocolError as error:
+        chosen = policy or resolve_policy(loaded.scenario.policy, loaded.origin)
+        empty = Trace(TraceHeader(None, chosen.name, "adapter", {}, __version__), ())
+        failure = Failure(None, f"protocol error: {error}")
+        return ScenarioResult(
+            loaded.name, loaded.origin, chosen.name, (failure,), empty, "", monitor is not None, 0
+        )
 
 
 def exit_code(results: Sequence[ScenarioResult]) -> int:
