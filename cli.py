@@ -631,7 +631,9 @@ def shrink(
         seed = int(what)
     except ValueError:
         if not Path(what).is_file():
-            raise HarnessError(f"{what!r} is neither a seed (an integer) nor a scenario file") from None
+            raise HarnessError(
+                f"{what!r} is neither a seed (an integer) nor a scenario file"
+            ) from None
     if seed is not None:
         if seed < 0:
             raise HarnessError(f"the seed must be a non-negative integer, not {seed}")
@@ -642,9 +644,13 @@ def shrink(
         )
         if result is None:
             if as_json:
-                _emit_json({"seed": seed, "policy": the_policy.name, "violated": False, "written": None})
+                _emit_json(
+                    {"seed": seed, "policy": the_policy.name, "violated": False, "written": None}
+                )
             else:
-                typer.echo(f"seed {seed} violates no invariant under {the_policy.name}: nothing to shrink")
+                typer.echo(
+                    f"seed {seed} violates no invariant under {the_policy.name}: nothing to shrink"
+                )
             raise typer.Exit(int(ExitCode.OK))
         written = out or f"shrink-{the_policy.name}-{seed}.toml"
         document = {"seed": seed, "policy": the_policy.name, "violated": True, **result.document()}
@@ -657,9 +663,15 @@ def shrink(
         print(f"shrink: running scenario {what}", file=sys.stderr)
         result = sh.shrink_scenario_file(what, the_policy, max_runs=max_runs, time_limit=time_limit)
         if result.invariant is None:
-            state = "passes" if result.passed else "fails only on expectations, which shrink does not reduce"
+            state = (
+                "passes"
+                if result.passed
+                else "fails only on expectations, which shrink does not reduce"
+            )
             if as_json:
-                _emit_json({"file": what, "violated": False, "passed": result.passed, "written": None})
+                _emit_json(
+                    {"file": what, "violated": False, "passed": result.passed, "written": None}
+                )
             else:
                 typer.echo(f"{what} violates no invariant ({state}): nothing to shrink")
             raise typer.Exit(int(ExitCode.OK if result.passed else ExitCode.TARGET_FAILED))
@@ -676,7 +688,8 @@ def shrink(
         original, final = document["original"], document["final"]
 
         def line(size: dict[str, Any]) -> str:
-            parts = [f"{size[k]} {k}" for k in ("steps", "operations", "faults", "decisions", "scenario_steps") if k in size]
+            keys = ("steps", "operations", "faults", "decisions", "scenario_steps")
+            parts = [f"{size[k]} {k}" for k in keys if k in size]
             return ", ".join(parts)
 
         typer.echo(f"invariant: {document['invariant']}")

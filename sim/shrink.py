@@ -1,0 +1,631 @@
+"""Shrinking: a failing run (or scenario file) cut down to a minimal one that
+still fails the same way, written as a scenario file a person can read.
+
+Seeds. A run is fully described by its decision list (:mod:`.rng`), and any
+edited list still replays validly (a missing draw reads as 0, values are
+clamped). So the shrinker is a plain delta debugger over that list, in the
+style of Hypothesis' passes, keeping an edit when the replayed run's *first*
+violation is still the same invariant:
+
+1. delete chunks of decisions, of decreasing size (half the list ... 1);
+2. zero chunks (0 is the simplest choice: no kill, no crash, the first
+   family, the first session; in the swarm draws that come first, 0 turns an
+   optional family off or a fault rate to 0 -- fine while the invariant
+   still fails);
+3. lower single values (to 0, halved, minus one).
+
+After every accepted edit the list is replaced by the decisions the replay
+actually consumed (the run stops at its violation, so everything after it
+goes). Edits are judged by the order (operations, steps, decisions length,
+decisions), so every kept edit is strictly simpler and the loop ends. The
+result is rendered with :func:`~inboxsim.scenarios.render.write_scenario`,
+steps up to the violation only, ``expect_violation`` set, so the file is a
+regression test by itself.
+
+Scenario files. The steps are the unit: delete chunks of steps, drop
+``crash_at``, drop ``now`` and optional request fields, as long as running
+the scenario (expectations stripped) still violates the same invariant; the
+minimal scenario's trace is rendered the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..model import Create, Hello, Policy
+from . import checkers
+from .rng import Chooser, replayer
+from .run import RunOptions, RunResult, run, run_seed
+from .trace import Step
+
+DEFAULT_MAX_RUNS = 20_000
+DEFAULT_TIME_LIMIT = 60.0
+DEFAULT_OPTIONS = RunOptions()
+
+
+# --- measuring a trace ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Size:
+    """How long a trace is: all steps (hellos, restarts and kills included),
+    operations (requests other than ``hello`` and ``create``), and faults
+    (kills, and requests asked to crash at a failpoint)."""
+
+    steps: int
+    operations: int
+    faults: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {"steps": self.steps, "operations": self.operations, "faults": self.faults}
+
+    def __str__(self) -> str:
+        return f"{self.steps} steps, {self.operations} operations, {self.faults} faults"
+
+
+def size_of(steps: Sequence[Step]) -> Size:
+    ops = faults = 0
+    for s in steps:
+        if s.kind == "crash":
+            faults += 1
+            continue
+        if s.crash_at is not None:
+            faults += 1
+        if s.request is not None and not isinstance(s.request, (Hello, Create)):
+            ops += 1
+    return Size(len(steps), ops, faults)
+
+
+def upto_violation(steps: Sequence[Step], violation: Any) -> tuple[Step, ...]:
+    """The steps up to (and including) the last step the violation names."""
+    named = [i for i in getattr(violation, "steps", ()) if 0 <= i < len(steps)]
+    if not named:
+        return tuple(steps)
+    return tuple(steps[: max(named) + 1])
+
+
+# --- the result -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ShrinkResult:
+    invariant: str
+    message: str
+    original: Size
+    final: Size
+    original_decisions: int
+    final_decisions: int
+    decisions: tuple[int, ...]
+    steps: tuple[Step, ...]  # the minimal trace, up to the violation
+    runs: int
+    seconds: float
+    text: str  # the scenario file
+    verified: bool | None  # the written scenario, run, violates the invariant (None: not checked)
+    ops: int  # the decisions replay (run_decisions) with RunOptions(ops=ops)
+    also: tuple[str, ...] = ()  # other invariants the same last step violates
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "invariant": self.invariant,
+            "also_violated": list(self.also),
+            "replay_ops": self.ops,
+            "message": self.message,
+            "original": {**self.original.to_dict(), "decisions": self.original_decisions},
+            "final": {**self.final.to_dict(), "decisions": self.final_decisions},
+            "runs": self.runs,
+            "seconds": round(self.seconds, 3),
+            "verified": self.verified,
+        }
+
+
+# --- the generic passes ---------------------------------------------------------
+
+Key = tuple[Any, ...]
+
+
+class _Search:
+    """Keeps the current best candidate and the budget; ``attempt`` tries one."""
+
+    def __init__(
+        self,
+        test: Callable[[tuple[Any, ...]], tuple[Key, tuple[Any, ...]] | None],
+        start: tuple[Any, ...],
+        start_key: Key,
+        max_runs: int,
+        time_limit: float,
+    ) -> None:
+        self.test = test
+        self.cur = start
+        self.key = start_key
+        self.runs = 0
+        self.max_runs = max_runs
+        self.deadline = time.perf_counter() + time_limit
+        self.seen: set[tuple[Any, ...]] = {start}
+
+    def spent(self) -> bool:
+        return self.runs >= self.max_runs or time.perf_counter() > self.deadline
+
+    def attempt(self, cand: tuple[Any, ...]) -> bool:
+        if cand in self.seen or self.spent():
+            return False
+        self.seen.add(cand)
+        self.runs += 1
+        found = self.test(cand)
+        if found is None:
+            return False
+        key, normal = found
+        if key < self.key:
+            self.cur, self.key = normal, key
+            self.seen.add(normal)
+            return True
+        return False
+
+
+def _chunk_sizes(n: int) -> list[int]:
+    sizes, k = [], max(1, n // 2)
+    while k > 8:
+        sizes.append(k)
+        k //= 2
+    sizes.extend(s for s in (8, 4, 3, 2, 1) if s <= max(1, n))
+    return sizes
+
+
+def _delete_pass(s: _Search) -> bool:
+    improved = False
+    for k in _chunk_sizes(len(s.cur)):
+        stride = 1 if k <= 8 else max(1, k // 2)
+        i = len(s.cur) - k
+        while i >= 0 and not s.spent():
+            cur = s.cur
+            if s.attempt(cur[:i] + cur[i + k :]):
+                improved = True
+                i = min(i, len(s.cur) - k)
+            else:
+                i -= stride
+    return improved
+
+
+class _Marking:
+    """Wraps a monitor to note, per step, how many decisions were drawn by
+    then: step ``i`` came from decisions ``[at[i-1], at[i])``."""
+
+    def __init__(self, inner: Any, ch: Chooser, at: list[int]) -> None:
+        self.inner, self.ch, self.at = inner, ch, at
+
+    def feed(self, step: Step) -> Any:
+        self.at.append(len(self.ch.decisions))
+        return self.inner.feed(step)
+
+    def finish(self, liveness: bool) -> Any:
+        return self.inner.finish(liveness)
+
+    @property
+    def exercised(self) -> Any:
+        return self.inner.exercised
+
+
+def _actions_needed(result: RunResult, options: RunOptions) -> int:
+    """Workload actions the run took before stopping in its safety phase, or
+    ``options.ops`` when it got to the liveness phase."""
+    steps = result.trace.steps
+    if not steps or steps[-1].phase != "safety" or not result.violations:
+        return options.ops
+    restarts = sum(1 for s in steps if s.decision == "restart")
+    return max(1, len(steps) - 1 - restarts)
+
+
+def _cap_pass(s: _Search, cap: list[int], best: dict[tuple[int, ...], RunResult]) -> bool:
+    """For a violation in the liveness phase: try fewer workload actions
+    (the safety phase always runs all of them), smallest first."""
+    steps = best[s.cur].trace.steps
+    if not steps or steps[-1].phase != "liveness" or cap[0] <= 1:
+        return False
+    old = cap[0]
+    for k in sorted({1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, old // 2, old - 1}):
+        if k >= old or s.spent():
+            continue
+        cap[0] = k
+        s.seen = set()
+        s.runs += 1
+        found = s.test(s.cur)
+        if found is not None and found[0] < s.key:
+            s.key, s.cur = found
+            return True
+    cap[0] = old
+    s.seen = set()
+    return False
+
+
+def _step_pass(s: _Search, marks: dict[tuple[int, ...], tuple[int, ...]]) -> bool:
+    """Delete the decisions of whole steps (one operation, a kill), last first,
+    then pairs of neighbouring steps."""
+    improved = False
+    for width in (1, 2):
+        j = len(marks.get(s.cur, ())) - width
+        while j >= 1 and not s.spent():
+            at = marks.get(s.cur)
+            if at is None or j + width >= len(at) + 1:
+                j = min(j, len(at or ()) - width)
+                if at is None:
+                    break
+                continue
+            lo, hi = at[j - 1], at[min(j + width, len(at)) - 1]
+            if hi > lo and s.attempt(s.cur[:lo] + s.cur[hi:]):
+                improved = True
+                j = min(j, len(marks.get(s.cur, ())) - width)
+            else:
+                j -= 1
+    return improved
+
+
+def _zero_pass(s: _Search) -> bool:
+    improved = False
+    for k in (8, 4, 2, 1):
+        i = len(s.cur) - k
+        while i >= 0 and not s.spent():
+            cur = s.cur
+            if any(cur[i : i + k]) and s.attempt(cur[:i] + (0,) * k + cur[i + k :]):
+                improved = True
+                i = min(i, len(s.cur) - k)
+            else:
+                i -= 1
+    return improved
+
+
+def _lower_pass(s: _Search) -> bool:
+    improved = False
+    i = len(s.cur) - 1
+    while i >= 0 and not s.spent():
+        cur = s.cur
+        if i < len(cur) and cur[i] > 1:
+            for lower in (cur[i] // 2, cur[i] - 1):
+                if s.attempt(cur[:i] + (lower,) + cur[i + 1 :]):
+                    improved = True
+                    break
+        i -= 1
+    return improved
+
+
+# --- seeds ------------------------------------------------------------------------
+
+
+def first_violation(result: RunResult) -> Any | None:
+    return result.violations[0] if result.violations else None
+
+
+def shrink_run(
+    result: RunResult,
+    policy: Policy,
+    options: RunOptions,
+    *,
+    invariant: str | None = None,
+    max_runs: int = DEFAULT_MAX_RUNS,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    name: str | None = None,
+    source: str | None = None,
+    verify: bool = True,
+    **run_kw: Any,
+) -> ShrinkResult:
+    """Shrink a failing run (any run: a seed's, a replayed one, one Hypothesis
+    drove) to a minimal decision list whose first violation is ``invariant``
+    (default: the run's own first one)."""
+    started = time.perf_counter()
+    first = first_violation(result)
+    if first is None:
+        raise ValueError("the run violated no invariant: nothing to shrink")
+    target = invariant or first.invariant
+    best: dict[tuple[int, ...], RunResult] = {}
+
+    def key_of(r: RunResult) -> Key:
+        size = size_of(r.trace.steps)
+        return (size.operations + size.faults, size.steps, len(r.decisions), r.decisions)
+
+    # Candidates run with at most as many workload actions as the best run so
+    # far needed (a run that needs more cannot be simpler); a run that stopped
+    # at its violation before that cap is the same run under any larger cap,
+    # so the result still replays under ``options``.
+    cap = [_actions_needed(result, options)]
+    marks: dict[tuple[int, ...], tuple[int, ...]] = {}
+    build_monitor, _ = checkers.monitor_for(
+        run_kw.pop("checkers_module", None), options.only_expected
+    )
+
+    def test(cand: tuple[Any, ...]) -> tuple[Key, tuple[Any, ...]] | None:
+        ch = replayer(cand)
+        at: list[int] = []
+
+        def monitor(policy: Policy, hello: dict[str, Any]) -> Any:
+            return _Marking(build_monitor(policy, hello), ch, at)
+
+        opts = replace(options, ops=cap[0], liveness_bound=options.bound())
+        r = run(policy, opts, ch, monitor=monitor, **run_kw)
+        v = first_violation(r)
+        if v is None or v.invariant != target:
+            return None
+        best[r.decisions] = r
+        marks[r.decisions] = tuple(at)
+        return key_of(r), r.decisions
+
+    start = result
+    if first.invariant != target:
+        raise ValueError(f"the run's first violation is {first.invariant}, not {target}")
+    best[start.decisions] = start
+    test(start.decisions)  # its step marks
+    search = _Search(test, start.decisions, key_of(start), max_runs, time_limit)
+    while not search.spent():
+        before = search.cur
+        improved = _step_pass(search, marks)
+        if search.cur != before:
+            cap[0] = _actions_needed(best[search.cur], options)
+        improved = _delete_pass(search) or improved
+        improved = _zero_pass(search) or improved
+        improved = _lower_pass(search) or improved
+        improved = _cap_pass(search, cap, best) or improved
+        if not improved:
+            break
+    final = best[search.cur]
+    violation = first_violation(final)
+    assert violation is not None  # every kept candidate failed
+    steps = upto_violation(final.trace.steps, violation)
+    from ..scenarios.render import write_scenario
+
+    text = write_scenario(
+        steps,
+        policy,
+        name=name or f"shrunk-{policy.name}-{target}",
+        source=source or "inboxsim shrink: a minimal failing run",
+        expect_violation=target,
+    )
+    verified = verify_scenario(text, target, policy) if verify else None
+    return ShrinkResult(
+        invariant=target,
+        message=violation.message,
+        original=size_of(upto_violation(result.trace.steps, first)),
+        final=size_of(steps),
+        original_decisions=len(result.decisions),
+        final_decisions=len(final.decisions),
+        decisions=final.decisions,
+        steps=steps,
+        runs=search.runs,
+        seconds=time.perf_counter() - started,
+        text=text,
+        verified=verified,
+        ops=cap[0] if steps and steps[-1].phase == "liveness" else options.ops,
+        also=tuple(sorted({v.invariant for v in final.violations} - {target})),
+    )
+
+
+def shrink_seed(
+    seed: int, policy: Policy, options: RunOptions = DEFAULT_OPTIONS, **kw: Any
+) -> ShrinkResult | None:
+    """Run ``seed`` and shrink it; None when it violates nothing."""
+    result = run_seed(seed, policy, options)
+    if not result.violations:
+        return None
+    kw.setdefault("name", f"shrunk-{policy.name}-seed-{seed}")
+    kw.setdefault("source", f"inboxsim shrink {seed} --policy {policy.name} --ops {options.ops}")
+    return shrink_run(result, policy, options, **kw)
+
+
+def verify_scenario(text: str, invariant: str, policy: Policy | None = None) -> bool:
+    """The scenario ``text`` loads, and running it violates ``invariant``
+    (and no expectation of it fails)."""
+    from ..scenarios.load import load_text
+    from ..scenarios.runner import run_scenario
+
+    loaded = load_text(text, "<shrunk>")
+    result = run_scenario(loaded, policy)
+    # Another invariant broken by the same step is a failure of the file too
+    # (a scenario expects one violation), but the counterexample stands.
+    return not [f for f in result.failures if f.invariant is None] and any(
+        v.invariant == invariant for v in result.violations
+    )
+
+
+# --- scenario files -----------------------------------------------------------------
+
+_STEP_KEEP = {"op", "kill", "session", "call", "now"}
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioShrink:
+    invariant: str | None  # None: the scenario violates no invariant
+    original_steps: int
+    final_steps: int
+    original: Size | None
+    final: Size | None
+    runs: int
+    seconds: float
+    text: str | None
+    passed: bool  # the original scenario passed
+    verified: bool | None
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "invariant": self.invariant,
+            "passed": self.passed,
+            "original": {
+                **(self.original.to_dict() if self.original else {}),
+                "scenario_steps": self.original_steps,
+            },
+            "final": {
+                **(self.final.to_dict() if self.final else {}),
+                "scenario_steps": self.final_steps,
+            },
+            "runs": self.runs,
+            "seconds": round(self.seconds, 3),
+            "verified": self.verified,
+        }
+
+
+def _scenario_violation(result: Any, invariant: str | None) -> Any | None:
+    for v in result.violations:
+        if invariant is None or v.invariant == invariant:
+            return v
+    return None
+
+
+def shrink_scenario_file(
+    path: str,
+    policy: Policy | None = None,
+    *,
+    max_runs: int = 5_000,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+) -> ScenarioShrink:
+    """Shrink a scenario file that violates an invariant (or that expects
+    one): delete steps, drop crash_at, now and optional fields, while the
+    scenario (expectations stripped) still violates the same invariant."""
+    import tomllib
+
+    from ..scenarios.load import LoadedScenario, load_scenario, resolve_policy
+    from ..scenarios.render import write_scenario
+    from ..scenarios.runner import run_scenario
+    from ..scenarios.schema import Scenario
+
+    started = time.perf_counter()
+    loaded = load_scenario(path)
+    chosen = policy or resolve_policy(loaded.scenario.policy, loaded.origin)
+    first_run = run_scenario(loaded, chosen)
+    target = loaded.scenario.expect_violation
+    if target is None or _scenario_violation(first_run, target) is None:
+        v = _scenario_violation(first_run, None)
+        target = v.invariant if v is not None else None
+    n_steps = len(loaded.scenario.step)
+    if target is None:
+        return ScenarioShrink(
+            None,
+            n_steps,
+            n_steps,
+            None,
+            None,
+            1,
+            time.perf_counter() - started,
+            None,
+            first_run.passed,
+            None,
+        )
+    with open(path, "rb") as handle:
+        table = tomllib.load(handle)
+    header = {
+        k: v for k, v in table.items() if k not in ("step", "expect_violation", "planted_bug")
+    }
+    steps0 = tuple(
+        tuple(sorted((k, _freeze(v)) for k, v in s.items() if not k.startswith("expect_")))
+        for s in table["step"]
+    )
+    results: dict[tuple[Any, ...], Any] = {}
+
+    def build(cand: tuple[Any, ...]) -> LoadedScenario | None:
+        if not cand:
+            return None
+        doc = dict(header)
+        doc["step"] = [{k: _thaw(v) for k, v in s} for s in cand]
+        try:
+            return LoadedScenario(Scenario.model_validate(doc), loaded.origin)
+        except Exception:
+            return None
+
+    def key_of(cand: tuple[Any, ...], r: Any) -> Key:
+        size = size_of(r.trace.steps)
+        return (size.operations + size.faults, len(cand), sum(len(s) for s in cand), repr(cand))
+
+    def test(cand: tuple[Any, ...]) -> tuple[Key, tuple[Any, ...]] | None:
+        sc = build(cand)
+        if sc is None:
+            return None
+        r = run_scenario(sc, chosen)
+        if _scenario_violation(r, target) is None:
+            return None
+        results[cand] = r
+        return key_of(cand, r), cand
+
+    start = test(steps0)
+    if start is None:  # the stripped expectations mattered; shrink nothing
+        start_key: Key = (float("inf"),)
+    else:
+        start_key = start[0]
+    search = _Search(test, steps0, start_key, max_runs, time_limit)
+    search.runs = 1
+    while start is not None and not search.spent():
+        improved = _delete_pass(search)
+        improved = _field_pass(search) or improved
+        if not improved:
+            break
+    final_cand = search.cur
+    final_run = results.get(final_cand, first_run)
+    violation = _scenario_violation(final_run, target)
+    steps = upto_violation(final_run.trace.steps, violation)
+    text = write_scenario(
+        steps,
+        chosen,
+        name=f"{loaded.scenario.name}-min",
+        source=f"inboxsim shrink {path}: minimal steps violating {target}",
+        step_limit=loaded.scenario.step_limit,
+        expect_violation=target,
+    )
+    verified = verify_scenario(text, target, chosen)
+    return ScenarioShrink(
+        target,
+        n_steps,
+        len(final_cand),
+        size_of(upto_violation(first_run.trace.steps, _scenario_violation(first_run, target))),
+        size_of(steps),
+        search.runs,
+        time.perf_counter() - started,
+        text,
+        first_run.passed,
+        verified,
+    )
+
+
+def _field_pass(s: _Search) -> bool:
+    """Drop crash_at, now and optional request fields, one at a time."""
+    improved = False
+    i = len(s.cur) - 1
+    while i >= 0 and not s.spent():
+        cur = s.cur
+        if i >= len(cur):
+            i -= 1
+            continue
+        step = cur[i]
+        for j in range(len(step) - 1, -1, -1):
+            name = step[j][0]
+            if name in _STEP_KEEP - {"now"}:
+                continue
+            cand_step = step[:j] + step[j + 1 :]
+            if s.attempt(cur[:i] + (cand_step,) + cur[i + 1 :]):
+                improved = True
+                break
+        i -= 1
+    return improved
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return ("__dict__", tuple(sorted((k, _freeze(v)) for k, v in value.items())))
+    if isinstance(value, list):
+        return ("__list__", tuple(_freeze(v) for v in value))
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == "__dict__":
+        return {k: _thaw(v) for k, v in value[1]}
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == "__list__":
+        return [_thaw(v) for v in value[1]]
+    return value
+
+
+__all__ = [
+    "Size",
+    "size_of",
+    "ShrinkResult",
+    "ScenarioShrink",
+    "shrink_run",
+    "shrink_seed",
+    "shrink_scenario_file",
+    "verify_scenario",
+]
