@@ -15,7 +15,7 @@ from ..model.ops import Answer, Compact, Interrupt, Prompt, Resume, Synthetic
 from ..model.values import Event
 from . import words
 from .base import Checker
-from .tracker import EXEC_TYPES, TERMINALS, SessionShadow, StepCtx
+from .tracker import EXEC_TYPES, TERMINALS, Row, SessionShadow, StepCtx, parse
 
 WAKE = "wake-on-admission"
 LAZY = "lazy-wake"
@@ -23,6 +23,7 @@ SINGLE = "single-execution"
 LIFECYCLE = "execution-lifecycle"
 FOLLOW_UP = "wake-follow-up"
 INTERRUPT_KEEPS = "interrupt-keeps-input"
+COMPACTION_ERROR = "compaction-error-continues"
 IDLE_INTERRUPT = "idle-interrupt-noop"
 
 
@@ -239,6 +240,86 @@ class FollowUpChecker(Checker):
                 (ctx.index,) + ((rung,) if rung is not None else ()),
                 f"{words.call(a)} failed at step {ctx.index} and a new execution started although "
                 f"{why}",
+            )
+
+
+class CompactionErrorChecker(Checker):
+    """Adapter protocol ("Rules the protocol pins down") and spec 3.8:
+    ``error`` on a compaction call fails the compaction (its barrier is
+    consumed) and the drain goes on. Within the answering step the session
+    logs compaction_failed and no execution_failed or execution_interrupted;
+    a step call is open after it if input is promotable or the compaction
+    followed a step that needed continuation; otherwise (the session idle)
+    the execution succeeds. An implementation that emits no execution
+    events is judged only on the step call."""
+
+    ids = (COMPACTION_ERROR,)
+    ops = (Answer,)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.barrier: Row | None = None
+        self.waiting: list[Row] = []
+        self.cont: int | None = None
+
+    def begin(self, ctx: StepCtx) -> None:
+        a = ctx.answered
+        sh = self.t.sessions.get(a.session) if a is not None else None
+        if sh is None:
+            self.barrier, self.waiting, self.cont = None, [], None
+            return
+        self.barrier = sh.barrier
+        # Once the barrier is consumed nothing holds pending input back.
+        self.waiting = [r for r in sh.pending.values() if r.type != "compaction"]
+        self.cont = sh.cont[0] if sh.cont is not None else None
+
+    def end(self, ctx: StepCtx) -> None:
+        a = ctx.answered
+        if a is None or a.kind != "compaction" or ctx.finish != "error":
+            return
+        if not ctx.ok or ctx.crashed:
+            return
+        env = self.env
+        env.hit(COMPACTION_ERROR)
+        sid = a.session
+        evs = ctx.by_session.get(sid, [])
+        b = self.barrier
+        what = f"{words.call(a)} was answered error at step {ctx.index}"
+        steps = ((b.step,) if b is not None else ()) + (ctx.index,)
+        problems: list[str] = []
+        if self.t.emits_exec:
+            failed = any(
+                e.type == "compaction_failed" and parse(e.data).get("reason") != "auto" for e in evs
+            )
+            if not failed:
+                held = words.row(b) if b is not None else "its barrier"
+                problems.append(f"no compaction_failed consumed {held}")
+            ended = [e.type for e in evs if e.type in ("execution_failed", "execution_interrupted")]
+            if ended:
+                problems.append(f"the execution ended with {ended[0]}")
+        opened = self.t.open.get(sid)
+        stepping = opened is not None and opened.kind == "step"
+        if not stepping and (self.waiting or self.cont is not None):
+            why = (
+                f"{words.ids([r.input for r in self.waiting])} was pending"
+                if self.waiting
+                else f"the step answered at step {self.cont} needed a continuation"
+            )
+            problems.append(f"no step call was open after it although {why}")
+            if self.cont is not None and not self.waiting:
+                steps = steps + (self.cont,)
+        elif (
+            opened is None
+            and self.t.emits_exec
+            and not any(e.type == "execution_succeeded" for e in evs)
+        ):
+            problems.append("the session went idle without execution_succeeded")
+        if problems:
+            env.fail(
+                COMPACTION_ERROR,
+                steps,
+                f"{what}: {'; '.join(problems)}: an error on a compaction call fails the "
+                "compaction, consumes its barrier, and the drain goes on",
             )
 
 

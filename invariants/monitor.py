@@ -33,6 +33,7 @@ from .base import Checker, Env, Violation
 from .delivery import AllowanceChecker, BoundaryContentChecker
 from .durability import DurabilityChecker, ReplayChecker
 from .execution import (
+    CompactionErrorChecker,
     FollowUpChecker,
     InterruptChecker,
     LifecycleChecker,
@@ -73,6 +74,7 @@ CHECKERS: tuple[type[Checker], ...] = (
     SingleExecutionChecker,
     LifecycleChecker,
     FollowUpChecker,
+    CompactionErrorChecker,
     InterruptChecker,
     ForkChecker,
     RevertChecker,

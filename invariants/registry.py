@@ -395,6 +395,17 @@ _ENTRIES: tuple[Invariant, ...] = (
         "dropping the doorbell when a step fails, or starting a drain per wake",
     ),
     Invariant(
+        "compaction-error-continues",
+        "An error answer to a compaction call consumes its barrier (compaction_failed) and the "
+        "drain goes on in the same step: the execution neither fails nor is interrupted, a step "
+        "call opens if input is promotable or a continuation is due, otherwise it succeeds.",
+        "adapter protocol, Rules the protocol pins down; spec §3.8",
+        ("barrier", "execution"),
+        ALWAYS,
+        "compaction-error-ends-drain: an error on a compaction call fails the execution instead "
+        "of letting the drain go on",
+    ),
+    Invariant(
         "interrupt-keeps-input",
         "Interrupting a busy session answers interrupted: true, deletes no pending user or "
         "synthetic input, promotes nothing and starts no successor.",

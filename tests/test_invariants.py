@@ -451,6 +451,23 @@ def _follow_up() -> Case:
     return good, planted, (3, 4)
 
 
+@case("compaction-error-continues")
+def _compaction_error() -> Case:
+    o = Ops()
+    good = play(o.create(), o.compact(x="c1"), o.prompt(x="m1"), "answer:error")
+    # 2: barrier c1 and its compaction call; 3: m1 held back; 4: compaction_failed, m1 promoted
+    failed = events(good, 4)[:1] + [ev("s1", 5, "execution_failed", 4, error="model call failed")]
+    planted = edit(
+        good,
+        4,
+        events=failed,
+        pending={"s1": (pv("m1", seq=3, time=3),)},
+        transcript={},
+        calls=[],
+    )
+    return good, planted, (2, 4)
+
+
 @case("interrupt-keeps-input")
 def _interrupt() -> Case:
     o = Ops()

@@ -424,6 +424,21 @@ def doorbell_dropped_on_error(mp: pytest.MonkeyPatch) -> None:
     )
 
 
+@mutant("compaction-error-continues")
+def compaction_error_ends_drain(mp: pytest.MonkeyPatch) -> None:
+    original = runner.answer
+
+    def answer(tx: Tx, run: Any, finish: str) -> None:
+        if run.call.kind != "compaction" or finish != "error":
+            return original(tx, run, finish)
+        session = run.call.session
+        del tx.runs[session]
+        runner._settle_compaction(tx, session, failed=True, error="model call failed")
+        tx.append(session, "execution_failed", None, {"error": "compaction call failed"})
+
+    mp.setattr(runner, "answer", answer)
+
+
 @mutant("interrupt-keeps-input", "durability")
 def interrupt_clears_pending(mp: pytest.MonkeyPatch) -> None:
     original = runner.interrupt
