@@ -71,10 +71,6 @@ class SessionLog:
                 return row
         return None
 
-    @property
-    def last_seq(self) -> int:
-        return self.events[-1].seq if self.events else -1
-
 
 @dataclass(frozen=True, slots=True)
 class Store:

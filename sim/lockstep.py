@@ -656,94 +656,12 @@ def run_scenarios_lockstep(
     return out
 
 
-def drive_seed(
-    seed: int,
-    lock: LockstepTarget,
-    ops: int = 60,
-    liveness_bound: int | None = None,
-    monitor: Any = None,
-    policy: Any = None,
-) -> tuple[int, list[Any]]:
-    """A seeded workload (the sweep's swarm and workload) through a lockstep
-    target: safety phase with faults, then liveness. Returns (steps, violations
-    found by ``monitor(policy, hello, False)`` if given). Raises
-    :class:`Divergence`. A stand-in until ``sim/run.py`` takes any target."""
-    from ..model import Answer, Resume
-    from .rng import seeded
-    from .swarm import draw_swarm
-    from .target import hello_op
-    from .trace import Step
-    from .view import View
-    from .workload import Workload
-
-    ch = seeded(seed)
-    swarm = draw_swarm(ch)
-    view = View()
-    steps: list[Step] = []
-    found: list[Any] = []
-    mon = None
-
-    def record(
-        kind: str, decision: str, op: Op | None, crash_at: Any, reply: Any, obs: Observed
-    ) -> None:
-        view.absorb(obs)
-        step = Step(len(steps), "safety", kind, decision, op, crash_at, reply, obs)  # type: ignore[arg-type]
-        steps.append(step)
-        if mon is not None:
-            found.extend(mon.feed(step))
-
-    hello = hello_op(0, swarm.step_limit)
-    reply, obs = lock.request(hello)
-    assert isinstance(reply, Ok)
-    if monitor is not None:
-        mon = monitor(policy, reply.result, False)
-    record("request", "hello", hello, None, reply, obs)
-    workload = Workload(swarm, ch, reply.result.get("features", ()))
-    now, tick = 0, swarm.tick + 1
-    for _ in range(ops):
-        now += ch.below(tick)
-        action, client = workload.next(view, now)
-        if action.op is None:
-            record("crash", action.label, None, None, None, lock.kill())
-            h = hello_op(now, swarm.step_limit)
-            r, o = lock.request(h)
-            record("request", "restart", h, None, r, o)
-            continue
-        r, o = lock.request(action.op, action.crash_at)
-        record("request", action.label, action.op, action.crash_at, r, o)
-        crashed = isinstance(r, Crashed)
-        workload.learn(
-            client, action, "unknown" if crashed else ("ok" if isinstance(r, Ok) else "err")
-        )
-        if crashed:
-            h = hello_op(now, swarm.step_limit)
-            r, o = lock.request(h)
-            record("request", "restart", h, None, r, o)
-    bound = liveness_bound if liveness_bound is not None else 50 + 4 * ops
-    for _ in range(bound):
-        now += ch.below(tick)
-        op: Op
-        if view.calls:
-            op = Answer(now, call=view.calls[0].call, finish="tool" if ch.chance(0.1) else "stop")
-        else:
-            session = next((s for s in view.sessions if view.pending.get(s)), None)
-            if session is None:
-                break
-            op = Resume(now, session=session)
-        r, o = lock.request(op)
-        record("request", "liveness", op, None, r, o)
-    if mon is not None:
-        found.extend(mon.finish(True))
-    return len(steps), found
-
-
 __all__ = [
     "Divergence",
     "LockstepResult",
     "LockstepTarget",
     "NotTestable",
     "Side",
-    "drive_seed",
     "needs",
     "run_scenarios_lockstep",
     "side_by_side",

@@ -19,11 +19,11 @@ from inboxsim.sim.lockstep import (
     Divergence,
     LockstepTarget,
     NotTestable,
-    drive_seed,
     needs,
     run_scenarios_lockstep,
 )
 from inboxsim.sim.mutants import mutant_command
+from inboxsim.sim.run import RunOptions, RunResult, run_seed
 from inboxsim.sim.target import ModelTarget
 from inboxsim.sim.trace import Observed
 
@@ -68,30 +68,29 @@ def test_sqlite_inbox_conforms_over_the_library(tmp_path: Path) -> None:
     assert_no_divergence(results)
 
 
+def _seeded(
+    seed: int, command: list[str], data: Path, ops: int, timeout: float = 10.0
+) -> RunResult:
+    """One seed of the sweep's workload through a lockstep target (the
+    sweep's own run loop, with its liveness phase and checkers)."""
+
+    def lockstep(policy: Any, limit: int) -> LockstepTarget:
+        adapter = AdapterTarget(command, data, limit, timeout=timeout)
+        return LockstepTarget(ModelTarget(policy, limit), adapter)
+
+    return run_seed(seed, G4, RunOptions(ops=ops), target=lockstep)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_model_adapter_conforms_on_seeded_runs(tmp_path: Path, seed: int) -> None:
-    lock = LockstepTarget(
-        ModelTarget(G4, 4), AdapterTarget(MODEL_ADAPTER, tmp_path / "d", 4, timeout=20.0)
-    )
-    try:
-        steps, _ = drive_seed(seed, lock, ops=50)
-    finally:
-        lock.close()
-    assert steps > 50
+    result = _seeded(seed, MODEL_ADAPTER, tmp_path / "d", ops=50, timeout=20.0)
+    assert len(result.trace.steps) > 50
 
 
 def test_sqlite_inbox_conforms_on_seeded_runs(tmp_path: Path) -> None:
-    from inboxsim.invariants import Monitor
-
     for seed in range(12):
-        lock = LockstepTarget(
-            ModelTarget(G4, 4), AdapterTarget(sqlite_command(), tmp_path / f"d{seed}", 4)
-        )
-        try:
-            _, violations = drive_seed(seed, lock, ops=60, monitor=Monitor, policy=G4)
-        finally:
-            lock.close()
-        assert not violations, (seed, violations[:3])
+        result = _seeded(seed, sqlite_command(), tmp_path / f"d{seed}", ops=60)
+        assert not result.violations, (seed, result.violations[:3])
 
 
 # --- hand-made divergences --------------------------------------------------------
