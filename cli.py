@@ -161,6 +161,7 @@ def sweep(
     """
     from inboxsim.reports.store import Store
     from inboxsim.sim.console import SweepProgress, print_summary
+    from inboxsim.sim.executor import check_executor
     from inboxsim.sim.sweep import SweepPlan, default_jobs
     from inboxsim.sim.sweep import sweep as run_sweep
 
@@ -173,10 +174,7 @@ def sweep(
         raise HarnessError(f"--jobs must be at least 1, not {jobs}")
     if time_budget is not None and time_budget <= 0:
         raise HarnessError(f"--time-budget must be a positive number of seconds, not {time_budget}")
-    if executor not in ("local", "dask"):
-        raise HarnessError(f"--executor must be 'local' or 'dask', not {executor!r}")
-    if scheduler is not None and executor != "dask":
-        raise HarnessError("--scheduler goes with --executor dask")
+    check_executor(executor, scheduler)
     plan = SweepPlan(
         policy, the_policy, options, seed_start, seeds, jobs or default_jobs(), time_budget,
         executor=executor, scheduler=scheduler,

@@ -2,14 +2,19 @@
 
 Shape (python-ecosystem.md, section 4):
 
-- the parent splits the seeds into batches and hands them to a
-  :class:`~concurrent.futures.ProcessPoolExecutor` whose workers are started
-  by a ``forkserver`` (``spawn`` where there is none), never plain ``fork``:
-  a forked child would inherit the parent's open DuckDB connection;
+- the parent splits the seeds into batches and hands them to an executor
+  (:mod:`.executor`): a :class:`~concurrent.futures.ProcessPoolExecutor`
+  started by a ``forkserver`` (never plain ``fork``: a forked child would
+  inherit the parent's open DuckDB connection), or a Dask cluster
+  (``--executor dask``), possibly of many machines;
 - a worker runs its batch and returns a compact result: a small summary per
   run and the batch's rows as pyarrow Tables (pickled as buffers);
 - the parent is the only process that opens the database; it writes each
-  batch in one transaction as it arrives, and keeps the sweep's tally.
+  batch in one transaction as it arrives, at most once per batch (keyed by
+  its first run id: a batch Dask reran after losing a worker is written
+  once), and keeps the sweep's tally, including which processes (host and
+  pid) ran the batches. That goes in the ``--json`` document, not the store,
+  so the store is the same whichever executor filled it.
 
 With one job the batches run in the parent, one after another, without a
 pool. Either way a seed's run is the same: the result of a seed does not
@@ -24,17 +29,15 @@ that pass (Hypothesis' example database).
 from __future__ import annotations
 
 import concurrent.futures as cf
-import contextlib
-import multiprocessing
 import os
 import shlex
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import HarnessError
 from ..model import Policy, features
+from .executor import lost_work, open_executor, worker_identity
 from .probes import BY_NAME, NAMES, PROBES, REQUIRED
 from .run import RunOptions, run_seed
 
@@ -69,6 +72,9 @@ class BatchOutcome:
     tables: dict[str, Any] | None
     seconds: float  # wall time of the batch
     cpu: float  # CPU time of the batch in its process (robust to other load)
+    first_run_id: int = 0  # the batch's key: a second result for it is not written again
+    host: str = ""  # where the batch ran (reporting only: never in a trace or a run row)
+    pid: int = 0
 
 
 def run_batch(task: BatchTask) -> BatchOutcome:
@@ -96,7 +102,16 @@ def run_batch(task: BatchTask) -> BatchOutcome:
         if columns is not None:
             columns.add_run(task.first_run_id + offset, task.sweep_id, result)
     tables = columns.tables() if columns is not None else None
-    return BatchOutcome(summaries, tables, time.perf_counter() - started, time.process_time() - cpu)
+    host, pid = worker_identity()
+    return BatchOutcome(
+        summaries,
+        tables,
+        time.perf_counter() - started,
+        time.process_time() - cpu,
+        task.first_run_id,
+        host,
+        pid,
+    )
 
 
 # --- the plan and the tally ------------------------------------------------------
@@ -116,12 +131,13 @@ class SweepPlan:
     executor: str = "local"  # "local": a process pool; "dask": a Dask cluster
     scheduler: str | None = None  # with "dask": a scheduler address; None: a local cluster
 
-    def batch(self, total: int) -> int:
+    def batch(self, total: int, slots: int | None = None) -> int:
+        """Seeds per batch; ``slots``: batches the executor runs at once (default: jobs)."""
         if self.batch_size is not None:
             return max(1, self.batch_size)
         # Enough batches to balance the workers and to stop promptly on a
         # time budget; big enough that per-task overhead stays negligible.
-        return max(5, min(100, -(-total // (self.jobs * 8))))
+        return max(5, min(100, -(-total // ((slots or self.jobs) * 8))))
 
     def replay_command(self, seed: int) -> str:
         """The command that reruns ``seed`` exactly as this sweep ran it."""
@@ -152,6 +168,18 @@ class SweepReport:
     hashes: dict[int, str] = field(default_factory=dict)
     stopped_by_budget: bool = False
     features: tuple[str, ...] = ()  # the target's hello features
+    slots: int = 0  # batches run at once: jobs, or a Dask scheduler's worker threads
+    # (host, pid) -> [batches, seeds]: which processes ran the sweep. Kept out of
+    # the store so that a store is the same whichever executor filled it.
+    workers: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+
+    def add_batch(self, outcome: BatchOutcome) -> None:
+        self.run_cpu += outcome.cpu
+        tally = self.workers.setdefault((outcome.host, outcome.pid), [0, 0])
+        tally[0] += 1
+        tally[1] += len(outcome.summaries)
+        for summary in outcome.summaries:
+            self.add(summary)
 
     def add(self, summary: RunSummary) -> None:
         self.runs += 1
@@ -229,8 +257,13 @@ class SweepReport:
                 "seeds_per_second": round(self.runs / seconds, 1),
                 "ops_per_second": round(self.ops / seconds, 1),
                 "run_cpu_seconds": round(self.run_cpu, 3),
-                "jobs": plan.jobs,
+                "jobs": self.slots or plan.jobs,
+                "executor": plan.executor,
             },
+            "workers": [
+                {"host": host, "pid": pid, "batches": batches, "seeds": seeds}
+                for (host, pid), (batches, seeds) in sorted(self.workers.items())
+            ],
             "exit_code": self.exit_code,
         }
 
@@ -247,16 +280,6 @@ def seed_order(plan: SweepPlan, remembered: Sequence[int]) -> list[int]:
     ]
 
 
-def _context() -> multiprocessing.context.BaseContext:
-    methods = multiprocessing.get_all_start_methods()
-    if "forkserver" in methods:
-        ctx = multiprocessing.get_context("forkserver")
-        # Import the simulator once in the server, not once per worker.
-        ctx.set_forkserver_preload(["inboxsim.sim.sweep", "inboxsim.reports.store"])
-        return ctx
-    return multiprocessing.get_context("spawn")
-
-
 def sweep(
     plan: SweepPlan,
     store: Any | None,
@@ -271,29 +294,40 @@ def sweep(
         first_run_id, sweep_id = store.next_ids()
     seeds = seed_order(plan, remembered)
     report = SweepReport(
-        plan, remembered=tuple(remembered), planned=len(seeds), features=features(plan.policy)
+        plan,
+        remembered=tuple(remembered),
+        planned=len(seeds),
+        features=features(plan.policy),
+        slots=plan.jobs,
     )
-    size = plan.batch(len(seeds))
-    tasks = [
-        BatchTask(
-            tuple(seeds[i : i + size]),
-            first_run_id + i,
-            sweep_id,
-            plan.policy,
-            plan.options,
-            store is not None,
-            plan.checkers,
-        )
-        for i in range(0, len(seeds), size)
-    ]
+
+    def tasks(slots: int) -> list[BatchTask]:
+        size = plan.batch(len(seeds), slots)
+        return [
+            BatchTask(
+                tuple(seeds[i : i + size]),
+                first_run_id + i,
+                sweep_id,
+                plan.policy,
+                plan.options,
+                store is not None,
+                plan.checkers,
+            )
+            for i in range(0, len(seeds), size)
+        ]
+
     started = time.perf_counter()
+    written: set[int] = set()
 
     def absorb(outcome: BatchOutcome) -> None:
+        # Exactly once per batch: a result for a batch already written (a
+        # rerun whose first run also came back) is dropped, not stored twice.
+        if outcome.first_run_id in written:
+            return
+        written.add(outcome.first_run_id)
         if store is not None and outcome.tables is not None:
             store.write(outcome.tables)
-        report.run_cpu += outcome.cpu
-        for summary in outcome.summaries:
-            report.add(summary)
+        report.add_batch(outcome)
         report.seconds = time.perf_counter() - started
         progress(report)
 
@@ -301,13 +335,16 @@ def sweep(
         return plan.time_budget is not None and time.perf_counter() - started >= plan.time_budget
 
     if plan.jobs <= 1 and plan.executor == "local":
-        for task in tasks:
+        for task in tasks(1):
             if over_budget():
                 report.stopped_by_budget = True
                 break
             absorb(run_batch(task))
     else:
-        _run_pool(plan, tasks, absorb, over_budget, report)
+        preload = ["inboxsim.sim.sweep", "inboxsim.reports.store"]
+        with open_executor(plan.executor, plan.jobs, plan.scheduler, preload) as (pool, slots):
+            report.slots = slots
+            _run_pool(pool, slots, tasks(slots), absorb, over_budget, report)
     report.seconds = time.perf_counter() - started
     if store is not None:
         store.update_failing(
@@ -320,67 +357,46 @@ def sweep(
 
 
 def _run_pool(
-    plan: SweepPlan,
+    pool: cf.Executor,
+    slots: int,
     tasks: list[BatchTask],
     absorb: Callable[[BatchOutcome], None],
     over_budget: Callable[[], bool],
     report: SweepReport,
 ) -> None:
-    # At most two batches in flight per worker: enough to keep every worker
+    # At most two batches in flight per slot: enough to keep every worker
     # busy, few enough to stop soon after a time budget runs out.
-    window = plan.jobs * 2
+    window = slots * 2
     queue = list(reversed(tasks))
-    with _executor(plan) as pool:
-        running: set[cf.Future[BatchOutcome]] = set()
-        try:
-            while queue or running:
-                while queue and len(running) < window and not over_budget():
-                    running.add(pool.submit(run_batch, queue.pop()))
-                if queue and over_budget():
-                    report.stopped_by_budget = True
-                    queue.clear()
-                if not running:
-                    break
-                done, running = cf.wait(running, return_when=cf.FIRST_COMPLETED)
-                # Completion order varies between sweeps; absorb a wave in a
-                # fixed order so the store's insertion order varies less.
-                for future in sorted(done, key=lambda f: f.result().summaries[0].seed):
-                    absorb(future.result())
-        except BaseException:
-            for future in running:
-                future.cancel()
-            raise
-
-
-@contextlib.contextmanager
-def _executor(plan: SweepPlan) -> Iterator[cf.Executor]:
-    """Where batches run: a local process pool, or a Dask cluster through its
-    ``concurrent.futures`` face (``Client.get_executor``), so the sweep's
-    loop is the same for both and the parent stays the only store writer."""
-    if plan.executor == "local":
-        with cf.ProcessPoolExecutor(max_workers=plan.jobs, mp_context=_context()) as pool:
-            yield pool
-        return
+    running: dict[cf.Future[BatchOutcome], BatchTask] = {}
     try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise HarnessError("--executor dask needs Dask: pip install 'dask[distributed]'") from None
-    cluster = None
-    if plan.scheduler is None:
-        cluster = LocalCluster(
-            n_workers=plan.jobs, threads_per_worker=1, processes=True, dashboard_address=None
-        )
-    try:
-        client = Client(cluster if cluster is not None else plan.scheduler, timeout="20s")
-    except OSError as exc:
-        raise HarnessError(f"cannot reach the Dask scheduler {plan.scheduler!r}: {exc}") from None
-    try:
-        with client.get_executor(pure=False) as pool:
-            yield pool
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        while queue or running:
+            while queue and len(running) < window and not over_budget():
+                task = queue.pop()
+                running[pool.submit(run_batch, task)] = task
+            if queue and over_budget():
+                report.stopped_by_budget = True
+                queue.clear()
+            if not running:
+                break
+            done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+            # Completion order varies between sweeps; absorb a wave in a
+            # fixed order so the store's insertion order varies less.
+            for future in sorted(done, key=lambda f: running[f].first_run_id):
+                task = running.pop(future)
+                try:
+                    outcome = future.result()
+                except Exception as exc:
+                    what = f"the batch of seeds {task.seeds[0]}..{task.seeds[-1]}"
+                    error = lost_work(exc, what)
+                    if error is None:
+                        raise
+                    raise error from None
+                absorb(outcome)
+    except BaseException:
+        for future in running:
+            future.cancel()
+        raise
 
 
 def default_jobs() -> int:
