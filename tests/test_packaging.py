@@ -93,3 +93,11 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert len(blocks) >= 2
     assert ci_lines[-1].strip() == blocks[1]
     assert "inboxsim sweep" in blocks[0]
+
+
+def test_dask_is_an_optional_extra_not_a_dependency() -> None:
+    from importlib.metadata import requires
+
+    needs = requires("inboxsim") or []
+    dask = [r for r in needs if r.startswith("dask")]
+    assert dask and all('extra == "dask"' in r for r in dask), needs
