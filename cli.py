@@ -108,6 +108,15 @@ OnlyExpectedOption = Annotated[
         help="Judge only the invariants the policy is expected to keep (default: every invariant).",
     ),
 ]
+ExecutorOption = Annotated[
+    str, typer.Option("--executor", help="Where seeds run: `local` (this machine) or `dask` (a Dask cluster).")
+]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler", help="With --executor dask: the scheduler address (default: a local cluster)."
+    ),
+]
 TargetOption = Annotated[
     str, typer.Option("--target", help="What to run against: `model` (the reference model).")
 ]
@@ -142,13 +151,8 @@ def sweep(
     ] = None,
     target: TargetOption = "model",
     only_expected: OnlyExpectedOption = False,
-    executor: Annotated[
-        str, typer.Option("--executor", help="Where runs execute: `local` (process pool) or `dask`.")
-    ] = "local",
-    scheduler: Annotated[
-        str | None,
-        typer.Option("--scheduler", help="With --executor dask: the scheduler address (default: a local cluster)."),
-    ] = None,
+    executor: ExecutorOption = "local",
+    scheduler: SchedulerOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run seeds through the simulator: swarm faults, then liveness; judge every run.
@@ -457,6 +461,8 @@ def conformance_command(
         str | None,
         typer.Option("--db", help="Also write the results into this store's conformance table.", show_default=False),
     ] = None,
+    executor: ExecutorOption = "local",
+    scheduler: SchedulerOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Lockstep against the model: the scenario library, then a seeded sweep.
@@ -479,6 +485,8 @@ def conformance_command(
         library=not no_library,
         progress=lambda msg: print(msg, file=sys.stderr),
         target_name=label,
+        executor=executor,
+        scheduler=scheduler,
     )
     batch = store_results(db, result) if db is not None else None
     if as_json:

@@ -28,11 +28,12 @@ items into a ``conformance`` table of the DuckDB store.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -396,12 +397,17 @@ def conformance(
     workdir: str | Path | None = None,
     progress: Progress | None = None,
     target_name: str | None = None,
+    executor: str = "local",
+    scheduler: str | None = None,
 ) -> ConformanceReport:
     """Check an adapter (``command``: argv list or a command line) against the
     model under ``policy``: the scenario library (``scenarios`` narrows it to
     some names; ``library=False`` skips it), then ``seeds`` seeds from
     ``seed_start``. Never raises for the target's failures: they are the
-    report's items. Raises :class:`HarnessError` for bad usage."""
+    report's items. Raises :class:`HarnessError` for bad usage.
+
+    ``executor="dask"`` runs the seeds on a Dask cluster (``scheduler``, or a
+    local one): see :func:`_seed_outcomes`. The library always runs here."""
     from ..invariants.registry import REGISTRY
     from ..model import load_policy
     from ..scenarios.load import load_library
@@ -411,6 +417,9 @@ def conformance(
         raise HarnessError("an adapter needs a command to run")
     if seeds < 0 or seed_start < 0 or ops < 0:
         raise HarnessError("--seeds, --seed-start and --ops must be non-negative")
+    from .executor import check_executor
+
+    check_executor(executor, scheduler)
     the_policy = load_policy(policy)
     say = progress or (lambda _msg: None)
     name = target_name or shlex.join(argv)
@@ -449,9 +458,10 @@ def conformance(
                 not_testable.setdefault(k, v)
         exercised: set[str] = set()
         violated: dict[str, tuple[int, str, str]] = {}
-        for seed in range(seed_start, seed_start + seeds):
-            say(f"conformance: seed {seed} ({seed - seed_start + 1}/{seeds})")
-            outcome = seed_item(seed, argv, the_policy, policy, ops, timeout, base, name)
+        run = _SeedRun(argv, the_policy, policy, ops, timeout, name)
+        for seed, outcome in _seed_outcomes(
+            run, range(seed_start, seed_start + seeds), base, executor, scheduler, say
+        ):
             report.items.append(outcome.item)
             exercised |= outcome.exercised
             for inv, msg in outcome.violations:
@@ -488,6 +498,83 @@ def conformance(
             tmp.cleanup()
     report.seconds = time.perf_counter() - started
     return report
+
+
+# --- seeds on an executor (issue 11) -------------------------------------------
+
+
+@dataclass(frozen=True)
+class _SeedRun:
+    """What a seeded lockstep run needs, shipped to a worker with its seeds."""
+
+    argv: list[str]
+    policy: Policy
+    policy_arg: str
+    ops: int
+    timeout: float
+    name: str
+
+
+def _seed_batch(run: _SeedRun, seeds: tuple[int, ...]) -> list[SeedOutcome]:
+    """Run seeds on a Dask worker: its own adapter processes in its own temporary
+    folder. A shipped target's command is resolved here (its interpreter and
+    path on this machine); an --adapter command must be runnable as given."""
+    argv = run.argv
+    if run.name in TARGETS:
+        argv = target_command(None, run.name, run.policy_arg, run.timeout)[0]
+    out = []
+    with tempfile.TemporaryDirectory(prefix="inboxsim-conformance-") as folder:
+        for seed in seeds:
+            outcome = seed_item(
+                seed, argv, run.policy, run.policy_arg, run.ops, run.timeout, Path(folder), run.name
+            )
+            # The repro is the client's command line, whatever this machine's paths.
+            outcome.item.repro = repro_command(
+                run.argv, run.policy_arg, seed=seed, ops=run.ops, timeout=run.timeout
+            )
+            out.append(outcome)
+    return out
+
+
+def _seed_outcomes(
+    run: _SeedRun,
+    seeds: range,
+    base: Path,
+    executor: str,
+    scheduler: str | None,
+    say: Progress,
+) -> Iterator[tuple[int, SeedOutcome]]:
+    """(seed, outcome) in seed order: here, one after another (``local``), or
+    in batches over a Dask cluster, whose workers each start their own adapter
+    processes; a batch whose worker died is rerun by Dask and counted once."""
+    if executor == "local" and scheduler is None:
+        for n, seed in enumerate(seeds, start=1):
+            say(f"conformance: seed {seed} ({n}/{len(seeds)})")
+            yield seed, seed_item(
+                seed, run.argv, run.policy, run.policy_arg, run.ops, run.timeout, base, run.name
+            )
+        return
+    from .executor import lost_work, open_executor
+
+    with open_executor(executor, os.cpu_count() or 1, scheduler) as (pool, slots):
+        size = max(1, -(-len(seeds) // (slots * 4)))  # a few batches per worker thread
+        batches = [tuple(seeds[i : i + size]) for i in range(0, len(seeds), size)]
+        futures = [pool.submit(_seed_batch, run, batch) for batch in batches]
+        done = 0
+        for batch, future in zip(batches, futures, strict=True):
+            try:
+                outcomes = future.result()
+            except Exception as exc:
+                error = lost_work(exc, f"conformance seeds {batch[0]}..{batch[-1]}")
+                if error is None:
+                    raise
+                for pending in futures:
+                    pending.cancel()
+                raise error from None
+            for seed, outcome in zip(batch, outcomes, strict=True):
+                done += 1
+                say(f"conformance: seed {seed} ({done}/{len(seeds)})")
+                yield seed, outcome
 
 
 # --- storing --------------------------------------------------------------------

@@ -50,11 +50,17 @@ def _context(preload: Sequence[str]) -> multiprocessing.context.BaseContext:
 
 
 def check_executor(kind: str, scheduler: str | None) -> None:
-    """Refuse an unknown executor, or a scheduler without Dask, before any work."""
+    """Refuse an unknown executor, a scheduler without Dask, or Dask not
+    installed, before any work."""
     if kind not in EXECUTORS:
         raise HarnessError(f"--executor must be 'local' or 'dask', not {kind!r}")
     if scheduler is not None and kind != "dask":
         raise HarnessError("--scheduler goes with --executor dask")
+    if kind == "dask":
+        try:
+            import distributed  # noqa: F401 - is the extra installed?
+        except ImportError:
+            raise HarnessError(f"--executor dask needs the dask extra: {INSTALL_DASK}") from None
 
 
 @contextlib.contextmanager

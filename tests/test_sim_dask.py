@@ -205,3 +205,43 @@ def test_a_batch_that_keeps_killing_workers_is_a_harness_error_keeping_what_was_
         con.close()
     # The batches written before the error are kept, whole and once each.
     assert runs == distinct and runs >= 15 and runs % 15 == 0
+
+
+def test_conformance_seeds_on_dask_workers_match_a_local_run(cluster: Any) -> None:
+    """Each worker starts its own adapter processes; the report is the local one."""
+    from inboxsim.sim.conformance import conformance
+    from inboxsim.sim.mutants import mutant_command
+
+    argv, _ = mutant_command("volatile-inbox")  # diverges on seed 1 of these four
+
+    def rows(report: Any) -> list[tuple[str, ...]]:
+        return [(i.kind, i.item, i.verdict, i.detail, i.repro) for i in report.items]
+
+    local = conformance(argv, "g4", 4, ops=30, library=False)
+    observer = distributed.Client(cluster.scheduler_address, timeout="20s")
+    try:
+        with distributed.get_task_stream(client=observer) as stream:
+            on_dask = conformance(
+                argv,
+                "g4",
+                4,
+                ops=30,
+                library=False,
+                executor="dask",
+                scheduler=cluster.scheduler_address,
+            )
+    finally:
+        observer.close()
+    assert rows(on_dask) == rows(local)
+    assert {i.verdict for i in local.of("seed")} == {"held", "diverged"}
+    ran = [t for t in stream.data if t["key"].startswith("_seed_batch")]
+    assert len(ran) >= 2 and len({t["worker"] for t in ran}) == 2
+
+
+def test_bad_executor_options_exit_2_before_any_work(capsys: pytest.CaptureFixture[str]) -> None:
+    from inboxsim.cli import main
+
+    assert main(["conformance", "--target", "sqlite", "--executor", "ray"]) == 2
+    assert "--executor must be 'local' or 'dask'" in capsys.readouterr().err
+    assert main(["sweep", "--seeds", "1", "--scheduler", "tcp://127.0.0.1:9"]) == 2
+    assert "--scheduler goes with --executor dask" in capsys.readouterr().err
