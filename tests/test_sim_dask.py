@@ -245,3 +245,15 @@ def test_bad_executor_options_exit_2_before_any_work(capsys: pytest.CaptureFixtu
     assert "--executor must be 'local' or 'dask'" in capsys.readouterr().err
     assert main(["sweep", "--seeds", "1", "--scheduler", "tcp://127.0.0.1:9"]) == 2
     assert "--scheduler goes with --executor dask" in capsys.readouterr().err
+
+
+def test_a_scheduler_without_workers_is_a_harness_error_not_a_hang(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from inboxsim.sim import executor
+
+    monkeypatch.setattr(executor, "WORKER_TIMEOUT", 1.0)
+    with distributed.LocalCluster(n_workers=0, dashboard_address=None) as empty:
+        plan = _plan(4, 5, 2, executor="dask", scheduler=empty.scheduler_address)
+        with pytest.raises(HarnessError, match="no Dask worker joined"):
+            sweep(plan, None)
