@@ -217,24 +217,37 @@ def compare_rerun(
 
 def rerun_store(
     con: Any, progress: Callable[[int, int], None] | None = None
-) -> tuple[int, list[RerunChange]]:
+) -> tuple[int, list[RerunChange], list[tuple[int, str]]]:
     """Replay every stored run's decision list under the current model,
-    policy and checkers; return (runs replayed, changes)."""
-    from ..model import load_policy
+    policy and checkers; return (runs replayed, changes, skipped runs with
+    why: a custom policy stored without its fields)."""
+    from ..errors import HarnessError
     from ..sim.run import RunOptions, run_decisions
+    from .policies import current_policy, load_fields
     from .traces import stored_runs
 
     runs = stored_runs(con)
+    fields = load_fields(con)
     changes: list[RerunChange] = []
+    skipped: list[tuple[int, str]] = []
+    replayed = 0
     for n, run in enumerate(runs, 1):
-        if not run.target.startswith("model"):
-            continue  # only the reference model can be rerun in process
+        if not run.target.startswith("model") or run.scenario is not None:
+            # Only the reference model can be rerun in process, and only a
+            # seeded run has a decision list to replay (a scenario is its file).
+            continue
         options = RunOptions(
             ops=run.options.get("ops", 100),
             liveness_bound=run.options.get("liveness_bound"),
             only_expected=bool(run.options.get("only_expected", False)),
         )
-        result = run_decisions(run.decisions, load_policy(run.policy), options)
+        try:
+            policy = current_policy(run.policy, run.policy_hash, fields)
+        except HarnessError as exc:
+            skipped.append((run.run_id, str(exc)))
+            continue
+        result = run_decisions(run.decisions, policy, options)
+        replayed += 1
         stored = con.execute(
             "SELECT coalesce(json_extract_string(request, '$.op'), kind), request, reply, observed "
             "FROM steps WHERE run_id = ? ORDER BY idx",
@@ -253,10 +266,15 @@ def rerun_store(
             changes.append(change)
         if progress is not None:
             progress(n, len(runs))
-    return len(runs), changes
+    return replayed, changes, skipped
 
 
-def rerun_document(db: str, replayed: int, changes: Sequence[RerunChange]) -> dict[str, Any]:
+def rerun_document(
+    db: str,
+    replayed: int,
+    changes: Sequence[RerunChange],
+    skipped: Sequence[tuple[int, str]] = (),
+) -> dict[str, Any]:
     by_invariant: dict[str, list[int]] = {}
     by_operation: dict[str, list[int]] = {}
     for c in changes:
@@ -268,6 +286,7 @@ def rerun_document(db: str, replayed: int, changes: Sequence[RerunChange]) -> di
         "command": "diff",
         "rerun": db,
         "runs": replayed,
+        "skipped": [{"run_id": run_id, "reason": why} for run_id, why in skipped],
         "changed": [
             {
                 "run_id": c.run_id,
@@ -290,6 +309,10 @@ def rerun_document(db: str, replayed: int, changes: Sequence[RerunChange]) -> di
 
 def rerun_lines(doc: dict[str, Any]) -> list[str]:
     lines = [f"reran {doc['runs']} stored runs of {doc['rerun']}: {len(doc['changed'])} changed"]
+    for s in doc["skipped"][:20]:
+        lines.append(f"  skipped run {s['run_id']}: {s['reason']}")
+    if len(doc["skipped"]) > 20:
+        lines.append(f"  ... and {len(doc['skipped']) - 20} more skipped (see --json)")
     for name, ids in doc["by_invariant"].items():
         lines.append(f"  invariant {name}: {len(ids)} run(s) changed verdict, e.g. run {ids[0]}")
     for op, ids in doc["by_operation"].items():

@@ -94,7 +94,7 @@ def run_batch(task: BatchTask) -> BatchOutcome:
             )
         )
         if columns is not None:
-            columns.add_run(task.first_run_id + offset, task.sweep_id, result)
+            columns.add_run(task.first_run_id + offset, task.sweep_id, result, task.policy)
     tables = columns.tables() if columns is not None else None
     return BatchOutcome(summaries, tables, time.perf_counter() - started, time.process_time() - cpu)
 
