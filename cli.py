@@ -304,6 +304,10 @@ def run_scenarios(
     adapter_timeout: Annotated[
         float, typer.Option("--adapter-timeout", help="The longest wait for one adapter response.")
     ] = 10.0,
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="Also store every scenario run in this DuckDB trace store.", show_default=False),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run scenario files against the model (or --adapter), checking every invariant and expectation.
@@ -312,15 +316,21 @@ def run_scenarios(
     2 when a file is malformed. For a comparison step by step with the model,
     use `inboxsim conformance`.
     """
+    import contextlib
     import tempfile
     from pathlib import Path
 
+    from inboxsim.reports.store import Store
     from inboxsim.scenarios import command
 
     loaded = command.gather(files or [], library)
-    with tempfile.TemporaryDirectory(prefix="inboxsim-run-") as work:
-        factory = command.adapter_factory(adapter, adapter_timeout, Path(work)) if adapter else None
-        results, checked = command.run_all(loaded, policy, target_factory=factory)
+    # The store opens before anything runs: a bad --db fails fast, exit 2.
+    with Store(db) if db is not None else contextlib.nullcontext() as store:
+        with tempfile.TemporaryDirectory(prefix="inboxsim-run-") as work:
+            factory = command.adapter_factory(adapter, adapter_timeout, Path(work)) if adapter else None
+            results, checked = command.run_all(loaded, policy, target_factory=factory)
+        if store is not None:
+            command.store_results(store, loaded, results, policy)
     if as_json:
         _emit_json(command.document(results, checked, policy))
     else:

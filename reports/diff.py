@@ -215,6 +215,9 @@ def compare_rerun(
     )
 
 
+_NOT_REPLAYABLE = "a scenario run or another target's run: no model decisions to replay"
+
+
 def rerun_store(
     con: Any, progress: Callable[[int, int], None] | None = None
 ) -> tuple[int, list[RerunChange], list[tuple[int, str]]]:
@@ -235,6 +238,7 @@ def rerun_store(
         if not run.target.startswith("model") or run.scenario is not None:
             # Only the reference model can be rerun in process, and only a
             # seeded run has a decision list to replay (a scenario is its file).
+            skipped.append((run.run_id, _NOT_REPLAYABLE))
             continue
         options = RunOptions(
             ops=run.options.get("ops", 100),
@@ -309,10 +313,11 @@ def rerun_document(
 
 def rerun_lines(doc: dict[str, Any]) -> list[str]:
     lines = [f"reran {doc['runs']} stored runs of {doc['rerun']}: {len(doc['changed'])} changed"]
-    for s in doc["skipped"][:20]:
-        lines.append(f"  skipped run {s['run_id']}: {s['reason']}")
-    if len(doc["skipped"]) > 20:
-        lines.append(f"  ... and {len(doc['skipped']) - 20} more skipped (see --json)")
+    reasons: dict[str, list[int]] = {}
+    for s in doc["skipped"]:
+        reasons.setdefault(s["reason"], []).append(s["run_id"])
+    for reason, ids in reasons.items():  # one line per reason, not per run
+        lines.append(f"  skipped {len(ids)} run(s), e.g. run {ids[0]}: {reason}")
     for name, ids in doc["by_invariant"].items():
         lines.append(f"  invariant {name}: {len(ids)} run(s) changed verdict, e.g. run {ids[0]}")
     for op, ids in doc["by_operation"].items():
