@@ -517,6 +517,10 @@ def mutants_command(
     ops: Annotated[int, typer.Option("--ops", help="Workload operations per seeded run.")] = 60,
     jobs: Annotated[int, typer.Option("--jobs", help="Worker processes.")] = 2,
     list_only: Annotated[bool, typer.Option("--list", help="List the mutants and exit.")] = False,
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="Also record the kill matrix in this store's mutants table.", show_default=False),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """The kill matrix: conformance against each planted bug in the SQLite inbox.
@@ -537,9 +541,18 @@ def mutants_command(
     if seeds < 0 or ops < 0 or jobs < 1:
         raise HarnessError("--seeds and --ops must be non-negative and --jobs at least 1")
     chosen = [n.strip() for n in names.split(",") if n.strip()] if names else None
+    if db is not None:  # a bad --db fails before the campaign, not after it
+        from inboxsim.reports.store import Store
+
+        Store(db).close()
     results = mutant_matrix(
         chosen, seeds, ops=ops, jobs=jobs, progress=lambda msg: print(msg, file=sys.stderr)
     )
+    if db is not None:
+        from inboxsim.reports.mutants import kill_rows
+
+        with Store(db) as store:
+            store.write_mutants(kill_rows(r.to_dict() for r in results))
     survived = [r.mutant for r in results if not r.killed]
     code = 1 if survived else 0
     if as_json:
