@@ -407,6 +407,8 @@ class Store:
         self.path = str(path)
         self.read_only = read_only
         memory = self.path == ":memory:"
+        if not memory and Path(self.path).is_dir():
+            raise HarnessError(f"the database {self.path} is a directory, not a DuckDB file")
         if not memory and (read_only or must_exist) and not Path(self.path).is_file():
             raise HarnessError(f"the database {self.path} does not exist")
         try:
@@ -422,7 +424,10 @@ class Store:
             raise
         except duckdb.Error as exc:
             self.con.close()
-            raise HarnessError(f"the database {self.path} is not usable: {_reason(exc)}") from None
+            message = _open_error(self.path, exc)
+            if message.startswith("cannot open"):
+                message = f"the database {self.path} is not usable: {_reason(exc)}"
+            raise HarnessError(message) from None
 
     def schema_version(self) -> int | None:
         """The version the file records, or None when it has no meta table."""
@@ -561,8 +566,12 @@ class Store:
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
         self.close()
+        # A file damaged past its header opens fine and fails on a later read
+        # or write: say so in one line, as for a file that does not open.
+        if isinstance(exc, BaseException) and _damaged(exc):
+            raise HarnessError(_open_error(self.path, exc)) from None
 
 
 KILL_KINDS = ("invariant", "divergence", "expectation", "none")
@@ -627,6 +636,19 @@ def _reason(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+_DAMAGE = ("Could not read enough bytes", "Corrupt", "checksum", "not a valid DuckDB database")
+
+
+def _damaged(exc: BaseException) -> bool:
+    """A DuckDB error that says the file is damaged (not a bug in a query)."""
+    import duckdb
+
+    text = str(exc)
+    return isinstance(exc, duckdb.Error) and any(
+        marker.lower() in text.lower() for marker in _DAMAGE
+    )
+
+
 def _open_error(path: str, exc: BaseException) -> str:
     """One line that says what is wrong with the file, in the user's terms."""
     text = str(exc)
@@ -637,6 +659,11 @@ def _open_error(path: str, exc: BaseException) -> str:
         return (
             f"the database {path} is locked by another process{holder}: "
             "wait for it to finish or use another --db"
+        )
+    if "Could not read enough bytes" in text:
+        return (
+            f"the database {path} is truncated or corrupt (a read past its end failed): "
+            "restore it or use another --db"
         )
     if "not a valid DuckDB database" in text or "Corrupt" in text or "checksum" in text.lower():
         return (
