@@ -110,3 +110,27 @@ def test_bad_db_fails_before_running(tmp_path: Path, capsys: pytest.CaptureFixtu
     err = captured.err.strip().splitlines()
     assert len(err) == 1 and "not a readable DuckDB file" in err[0]
     assert "run: [1/" not in captured.err  # nothing ran
+
+
+def test_diff_reports_newly_failing_scenarios(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same scenario (name, policy, target) passing in BASE and failing in
+    NEW is a regression; the other way round, a fix."""
+    original = next(p for p in library_paths() if p.stem == "seed-send")
+    broken = tmp_path / "seed-send.toml"
+    text = original.read_text(encoding="utf-8")
+    assert 'expect_transcript = ["m1"]' in text
+    broken.write_text(text.replace('expect_transcript = ["m1"]', 'expect_transcript = ["m9"]', 1))
+    base, new = str(tmp_path / "base.duckdb"), str(tmp_path / "new.duckdb")
+    assert main(["run", str(original), "--db", base]) == 0
+    assert main(["run", str(broken), "--db", new]) == 1
+    capsys.readouterr()
+    assert main(["diff", base, new, "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["scenarios"]["new_failing"] == [
+        {"scenario": "seed-send", "policy": "g4", "target": "model:g4"}
+    ]
+    assert main(["diff", new, base]) == 0
+    out = capsys.readouterr().out
+    assert "scenarios: 1 in both, 0 newly failing, 1 fixed" in out
