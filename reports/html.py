@@ -78,6 +78,13 @@ def _mutants(doc: dict[str, Any]) -> list[str]:
     return out
 
 
+def _run_label(f: dict[str, Any]) -> str:
+    """A failing run by its seed, or for a scenario run by its scenario."""
+    if f["seed"] is not None:
+        return str(f["seed"])
+    return f"scenario {escape(f['scenario'])}" if f.get("scenario") else f"run {f['run_id']}"
+
+
 def _opt(value: Any) -> str:
     return "-" if value is None else escape(str(value))
 
@@ -132,11 +139,11 @@ def html_page(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
     if doc["failing"]:
         parts.append(f"<h2>Failing runs ({len(doc['failing'])})</h2><table>")
         parts.append(
-            "<tr><th>seed</th><th>policy</th><th>invariants</th><th>message</th><th>replay</th></tr>"
+            "<tr><th>seed or scenario</th><th>policy</th><th>invariants</th><th>message</th><th>replay</th></tr>"
         )
         for f in doc["failing"][:200]:
             parts.append(
-                f"<tr><td class=num>{f['seed'] if f['seed'] is not None else '-'}</td><td>{escape(f['policy'])}</td>"
+                f"<tr><td class=num>{_run_label(f)}</td><td>{escape(f['policy'])}</td>"
                 f"<td>{escape(', '.join(f['invariants']))}</td><td>{escape(f['message'])}</td>"
                 f"<td><code>{escape(f['replay'] or '')}</code></td></tr>"
             )

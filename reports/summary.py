@@ -246,7 +246,7 @@ def _mutants(rows: list[Row]) -> dict[str, Any] | None:
         return None
     return {
         "campaign_id": rows[0][0],
-        "recorded_at": str(rows[0][8]),
+        "recorded_at": str(rows[0][8])[:19],  # to the second
         "killed": sum(1 for r in rows if r[2] != "none"),
         "survived": [r[1] for r in rows if r[2] == "none"],
         "rows": [
@@ -342,7 +342,11 @@ def markdown(doc: dict[str, Any], max_failing: int = 20) -> str:
     if doc["failing"]:
         out += ["", f"### Failing runs ({len(doc['failing'])})", ""]
         for f in doc["failing"][:max_failing]:
-            what = f"seed {f['seed']}" if f["seed"] is not None else f"run {f['run_id']}"
+            what = (
+                f"seed {f['seed']}"
+                if f["seed"] is not None
+                else (f"scenario {f['scenario']}" if f["scenario"] else f"run {f['run_id']}")
+            )
             out.append(
                 f"- **{what}** ({f['policy']}): `{', '.join(f['invariants'])}`: {f['message']}"
             )
