@@ -306,6 +306,10 @@ def run_scenarios(
     adapter_timeout: Annotated[
         float, typer.Option("--adapter-timeout", help="The longest wait for one adapter response.")
     ] = 10.0,
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="Also store every scenario run in this DuckDB trace store.", show_default=False),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run scenario files against the model (or --adapter), checking every invariant and expectation.
@@ -314,15 +318,21 @@ def run_scenarios(
     2 when a file is malformed. For a comparison step by step with the model,
     use `inboxsim conformance`.
     """
+    import contextlib
     import tempfile
     from pathlib import Path
 
+    from inboxsim.reports.store import Store
     from inboxsim.scenarios import command
 
     loaded = command.gather(files or [], library)
-    with tempfile.TemporaryDirectory(prefix="inboxsim-run-") as work:
-        factory = command.adapter_factory(adapter, adapter_timeout, Path(work)) if adapter else None
-        results, checked = command.run_all(loaded, policy, target_factory=factory)
+    # The store opens before anything runs: a bad --db fails fast, exit 2.
+    with Store(db) if db is not None else contextlib.nullcontext() as store:
+        with tempfile.TemporaryDirectory(prefix="inboxsim-run-") as work:
+            factory = command.adapter_factory(adapter, adapter_timeout, Path(work)) if adapter else None
+            results, checked = command.run_all(loaded, policy, target_factory=factory)
+        if store is not None:
+            command.store_results(store, loaded, results, policy)
     if as_json:
         _emit_json(command.document(results, checked, policy))
     else:
@@ -513,6 +523,10 @@ def mutants_command(
     ops: Annotated[int, typer.Option("--ops", help="Workload operations per seeded run.")] = 60,
     jobs: Annotated[int, typer.Option("--jobs", help="Worker processes.")] = 2,
     list_only: Annotated[bool, typer.Option("--list", help="List the mutants and exit.")] = False,
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="Also record the kill matrix in this store's mutants table.", show_default=False),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """The kill matrix: conformance against each planted bug in the SQLite inbox.
@@ -533,9 +547,18 @@ def mutants_command(
     if seeds < 0 or ops < 0 or jobs < 1:
         raise HarnessError("--seeds and --ops must be non-negative and --jobs at least 1")
     chosen = [n.strip() for n in names.split(",") if n.strip()] if names else None
+    if db is not None:  # a bad --db fails before the campaign, not after it
+        from inboxsim.reports.store import Store
+
+        Store(db).close()
     results = mutant_matrix(
         chosen, seeds, ops=ops, jobs=jobs, progress=lambda msg: print(msg, file=sys.stderr)
     )
+    if db is not None:
+        from inboxsim.reports.mutants import kill_rows
+
+        with Store(db) as store:
+            store.write_mutants(kill_rows(r.to_dict() for r in results))
     survived = [r.mutant for r in results if not r.killed]
     code = 1 if survived else 0
     if as_json:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import HarnessError
 from ..sim.trace import Trace, trace_hash
 from .traces import StoredRun, stored_runs, traces
 
@@ -59,6 +60,16 @@ class Rejudged:
 def rejudge(run: StoredRun, trace: Trace, policy: Any, monitor: MonitorFactory) -> Rejudged:
     m = monitor(policy, trace.header.hello, bool(run.options.get("only_expected", False)))
     found: list[Any] = []
+    if run.scenario is not None:
+        # A scenario run was judged to its end, every violation kept, with no
+        # liveness phase (scenarios.runner.execute): judge it the same way.
+        found = [v for step in trace.steps for v in m.feed(step)]
+        found += list(m.finish(False))
+        return Rejudged(
+            run,
+            tuple((v.invariant, tuple(v.steps), v.message) for v in found),
+            trace_hash(trace) == run.trace_hash,
+        )
     for step in trace.steps:
         found = list(m.feed(step))
         if found:
@@ -95,24 +106,28 @@ def check_store(
     con: Any, checkers_module: str | None = None, progress: Callable[[int, int], None] | None = None
 ) -> tuple[list[Rejudged], list[Skipped]]:
     """Judge every stored run again (the I/O edge: reads runs and steps)."""
-    from ..model import load_policy
     from ..sim.checkers import load
+    from .policies import load_fields, stored_policy
 
     monitor, _ = load(checkers_module)
     runs = stored_runs(con)
-    policies: dict[str, Any] = {}
+    fields = load_fields(con)
+    # A run is judged under the policy it ran under: its stored fields (a
+    # custom TOML file may be long gone), or for a pre-v3 run its preset.
+    policies: dict[tuple[str, str | None], Any] = {}
     skipped: list[Skipped] = []
     judged: list[Rejudged] = []
     for run in runs:
-        if run.policy not in policies:
+        key = (run.policy, run.policy_hash)
+        if key not in policies:
             try:
-                policies[run.policy] = load_policy(run.policy)
-            except Exception as exc:  # a custom policy file that is gone: say so, go on
-                policies[run.policy] = exc
+                policies[key] = stored_policy(run.policy, run.policy_hash, fields)
+            except HarnessError as exc:  # no fields and no such preset: say so, go on
+                policies[key] = exc
     for n, (run, trace) in enumerate(traces(con, runs), 1):
-        policy = policies[run.policy]
+        policy = policies[(run.policy, run.policy_hash)]
         if isinstance(policy, Exception):
-            skipped.append(Skipped(run, f"policy {run.policy!r} cannot be loaded: {policy}"))
+            skipped.append(Skipped(run, str(policy)))
             continue
         judged.append(rejudge(run, trace, policy, monitor))  # type: ignore[arg-type]
         if progress is not None:
@@ -171,8 +186,11 @@ def check_lines(doc: dict[str, Any]) -> list[str]:
         f"re-judged {doc['runs']} stored runs of {doc['db']}: "
         f"{doc['unchanged']} unchanged, {len(doc['changed'])} changed"
     ]
+    reasons: dict[str, list[int]] = {}
     for s in doc["skipped"]:
-        lines.append(f"  skipped run {s['run_id']}: {s['reason']}")
+        reasons.setdefault(s["reason"], []).append(s["run_id"])
+    for reason, ids in reasons.items():  # one line per reason, not per run
+        lines.append(f"  skipped {len(ids)} run(s), e.g. run {ids[0]}: {reason}")
     for name, ids in doc["new_violations"].items():
         lines.append(f"  NEW {name}: {len(ids)} run(s), e.g. run {ids[0]}")
     for name, ids in doc["fixed"].items():

@@ -67,8 +67,8 @@ def run_diff(base: str, new: str | None) -> dict[str, Any]:
 
     if new is None:
         with open_store(base) as store:
-            replayed, changes = rerun_store(store.con, _progress("rerun"))
-        return rerun_document(base, replayed, changes)
+            replayed, changes, skipped = rerun_store(store.con, _progress("rerun"))
+        return rerun_document(base, replayed, changes, skipped)
     with open_store(base) as a:
         fa = store_facts(a.con, base)
     with open_store(new) as b:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Key = tuple[str, str, int]  # policy, options, seed
@@ -29,6 +29,8 @@ class StoreFacts:
     required: frozenset[str]
     steps: int
     seconds: float
+    # (scenario, policy, target) -> whether its latest run passed
+    scenarios: dict[tuple[str, str, str], bool] = field(default_factory=dict)
 
 
 def store_facts(con: Any, db: str) -> StoreFacts:
@@ -53,7 +55,14 @@ def store_facts(con: Any, db: str) -> StoreFacts:
     row = con.execute(
         "SELECT coalesce(sum(ops), 0), coalesce(sum(seconds), 0) FROM runs"
     ).fetchone()
-    return StoreFacts(db, runs, probes, frozenset(REQUIRED), int(row[0]), float(row[1]))
+    scenarios = {
+        (name, policy, target): bool(passed)
+        for name, policy, target, passed in con.execute(
+            "SELECT s.scenario, r.policy, r.target, s.passed FROM scenario_runs s "
+            "JOIN runs r USING (run_id) ORDER BY s.run_id"
+        ).fetchall()
+    }  # later runs win
+    return StoreFacts(db, runs, probes, frozenset(REQUIRED), int(row[0]), float(row[1]), scenarios)
 
 
 def _seed_entry(
@@ -66,6 +75,10 @@ def _seed_entry(
         "before": sorted(before) if before is not None else None,
         "after": sorted(after) if after is not None else None,
     }
+
+
+def _scenario_entry(key: tuple[str, str, str]) -> dict[str, str]:
+    return {"scenario": key[0], "policy": key[1], "target": key[2]}
 
 
 def diff_stores(base: StoreFacts, new: StoreFacts) -> dict[str, Any]:
@@ -94,7 +107,10 @@ def diff_stores(base: StoreFacts, new: StoreFacts) -> dict[str, Any]:
                 lost_required.append({"policy": policy, "probe": name})
     tp_base = base.steps / base.seconds if base.seconds > 0 else None
     tp_new = new.steps / new.seconds if new.seconds > 0 else None
-    regressed = bool(new_failing or (inv_new - inv_base) or lost_required)
+    shared = sorted(base.scenarios.keys() & new.scenarios.keys())
+    scenarios_failing = [k for k in shared if base.scenarios[k] and not new.scenarios[k]]
+    scenarios_fixed = [k for k in shared if new.scenarios[k] and not base.scenarios[k]]
+    regressed = bool(new_failing or (inv_new - inv_base) or lost_required or scenarios_failing)
     return {
         "command": "diff",
         "base": base.db,
@@ -114,6 +130,11 @@ def diff_stores(base: StoreFacts, new: StoreFacts) -> dict[str, Any]:
             "still_violated": sorted(inv_base & inv_new),
         },
         "probes": {"changed": probes, "lost_required": lost_required},
+        "scenarios": {
+            "compared": len(shared),
+            "new_failing": [_scenario_entry(k) for k in scenarios_failing],
+            "fixed": [_scenario_entry(k) for k in scenarios_fixed],
+        },
         "throughput": {
             "base_steps_per_second": None if tp_base is None else round(tp_base, 1),
             "new_steps_per_second": None if tp_new is None else round(tp_new, 1),
@@ -146,6 +167,14 @@ def diff_lines(doc: dict[str, Any]) -> list[str]:
         )
     for p in doc["probes"]["lost_required"]:
         lines.append(f"  LOST required probe {p['probe']} ({p['policy']})")
+    sc = doc["scenarios"]
+    if sc["compared"]:
+        lines.append(
+            f"  scenarios: {sc['compared']} in both, {len(sc['new_failing'])} newly failing, "
+            f"{len(sc['fixed'])} fixed"
+        )
+    for e in sc["new_failing"][:20]:
+        lines.append(f"    NEW failing scenario {e['scenario']} ({e['policy']}, {e['target']})")
     t = doc["throughput"]
     lines.append(
         f"  throughput: {t['base_steps_per_second']} -> {t['new_steps_per_second']} steps/s"
@@ -215,26 +244,43 @@ def compare_rerun(
     )
 
 
+_NOT_REPLAYABLE = "a scenario run or another target's run: no model decisions to replay"
+
+
 def rerun_store(
     con: Any, progress: Callable[[int, int], None] | None = None
-) -> tuple[int, list[RerunChange]]:
+) -> tuple[int, list[RerunChange], list[tuple[int, str]]]:
     """Replay every stored run's decision list under the current model,
-    policy and checkers; return (runs replayed, changes)."""
-    from ..model import load_policy
+    policy and checkers; return (runs replayed, changes, skipped runs with
+    why: a custom policy stored without its fields)."""
+    from ..errors import HarnessError
     from ..sim.run import RunOptions, run_decisions
+    from .policies import current_policy, load_fields
     from .traces import stored_runs
 
     runs = stored_runs(con)
+    fields = load_fields(con)
     changes: list[RerunChange] = []
+    skipped: list[tuple[int, str]] = []
+    replayed = 0
     for n, run in enumerate(runs, 1):
-        if not run.target.startswith("model"):
-            continue  # only the reference model can be rerun in process
+        if not run.target.startswith("model") or run.scenario is not None:
+            # Only the reference model can be rerun in process, and only a
+            # seeded run has a decision list to replay (a scenario is its file).
+            skipped.append((run.run_id, _NOT_REPLAYABLE))
+            continue
         options = RunOptions(
             ops=run.options.get("ops", 100),
             liveness_bound=run.options.get("liveness_bound"),
             only_expected=bool(run.options.get("only_expected", False)),
         )
-        result = run_decisions(run.decisions, load_policy(run.policy), options)
+        try:
+            policy = current_policy(run.policy, run.policy_hash, fields)
+        except HarnessError as exc:
+            skipped.append((run.run_id, str(exc)))
+            continue
+        result = run_decisions(run.decisions, policy, options)
+        replayed += 1
         stored = con.execute(
             "SELECT coalesce(json_extract_string(request, '$.op'), kind), request, reply, observed "
             "FROM steps WHERE run_id = ? ORDER BY idx",
@@ -253,10 +299,15 @@ def rerun_store(
             changes.append(change)
         if progress is not None:
             progress(n, len(runs))
-    return len(runs), changes
+    return replayed, changes, skipped
 
 
-def rerun_document(db: str, replayed: int, changes: Sequence[RerunChange]) -> dict[str, Any]:
+def rerun_document(
+    db: str,
+    replayed: int,
+    changes: Sequence[RerunChange],
+    skipped: Sequence[tuple[int, str]] = (),
+) -> dict[str, Any]:
     by_invariant: dict[str, list[int]] = {}
     by_operation: dict[str, list[int]] = {}
     for c in changes:
@@ -268,6 +319,7 @@ def rerun_document(db: str, replayed: int, changes: Sequence[RerunChange]) -> di
         "command": "diff",
         "rerun": db,
         "runs": replayed,
+        "skipped": [{"run_id": run_id, "reason": why} for run_id, why in skipped],
         "changed": [
             {
                 "run_id": c.run_id,
@@ -290,6 +342,11 @@ def rerun_document(db: str, replayed: int, changes: Sequence[RerunChange]) -> di
 
 def rerun_lines(doc: dict[str, Any]) -> list[str]:
     lines = [f"reran {doc['runs']} stored runs of {doc['rerun']}: {len(doc['changed'])} changed"]
+    reasons: dict[str, list[int]] = {}
+    for s in doc["skipped"]:
+        reasons.setdefault(s["reason"], []).append(s["run_id"])
+    for reason, ids in reasons.items():  # one line per reason, not per run
+        lines.append(f"  skipped {len(ids)} run(s), e.g. run {ids[0]}: {reason}")
     for name, ids in doc["by_invariant"].items():
         lines.append(f"  invariant {name}: {len(ids)} run(s) changed verdict, e.g. run {ids[0]}")
     for op, ids in doc["by_operation"].items():

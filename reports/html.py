@@ -34,16 +34,71 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.2%}"
 
 
+def _scenarios(doc: dict[str, Any]) -> list[str]:
+    if not doc["scenarios"]:
+        return []
+    failed = sum(1 for s in doc["scenarios"] if s["failed"])
+    out = [
+        f"<h2>Scenarios ({len(doc['scenarios'])}, {failed} failing)</h2><table>",
+        "<tr><th>scenario</th><th>policy</th><th>target</th><th>runs</th><th>failed</th>"
+        "<th>expectations</th><th>expectations failed</th><th>first failure</th><th>file</th></tr>",
+    ]
+    for sc in sorted(doc["scenarios"], key=lambda x: (not x["failed"], x["name"])):
+        cls = "violated" if sc["failed"] else ""
+        out.append(
+            f'<tr class="{cls}"><td><code>{escape(sc["name"])}</code></td><td>{escape(sc["policy"])}</td>'
+            f"<td>{escape(sc['target'])}</td><td class=num>{sc['runs']}</td><td class=num>{sc['failed']}</td>"
+            f"<td class=num>{sc['expectations']}</td><td class=num>{sc['expectations_failed']}</td>"
+            f"<td>{escape(sc['first_failure'] or '')}</td><td><code>{escape(sc['file'])}</code></td></tr>"
+        )
+    out.append("</table>")
+    return out
+
+
+def _mutants(doc: dict[str, Any]) -> list[str]:
+    m = doc["mutants"]
+    if not m:
+        return []
+    out = [
+        f"<h2>Mutant kill matrix (campaign {m['campaign_id']}, {escape(m['recorded_at'])}): "
+        f"{m['killed']}/{len(m['rows'])} killed</h2><table>",
+        "<tr><th>mutant</th><th>killed by</th><th>detail</th><th>seed</th>"
+        "<th>seconds to detect</th><th>runs</th><th>shrunk ops</th></tr>",
+    ]
+    for r in m["rows"]:
+        survived = r["killed_by_kind"] == "none"
+        out.append(
+            f'<tr class="{"violated" if survived else ""}"><td><code>{escape(r["mutant"])}</code></td>'
+            f"<td>{'survived' if survived else escape(r['killed_by_kind'])}</td>"
+            f"<td>{escape(r['killed_by'] or '')}</td><td class=num>{_opt(r['seed'])}</td>"
+            f"<td class=num>{_opt(r['seconds_to_detect'])}</td><td class=num>{r['runs']}</td>"
+            f"<td class=num>{_opt(r['shrunk_ops'])}</td></tr>"
+        )
+    out.append("</table>")
+    return out
+
+
+def _run_label(f: dict[str, Any]) -> str:
+    """A failing run by its seed, or for a scenario run by its scenario."""
+    if f["seed"] is not None:
+        return str(f["seed"])
+    return f"scenario {escape(f['scenario'])}" if f.get("scenario") else f"run {f['run_id']}"
+
+
+def _opt(value: Any) -> str:
+    return "-" if value is None else escape(str(value))
+
+
 def html_page(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
-    bad = bool(doc["failing"])
+    from .summary import headline
+
+    bad = bool(doc["exit_code"])
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>inboxsim report</title>',
         f"<style>{_STYLE}</style></head><body>",
         "<h1>inboxsim report</h1>",
-        f'<p class="verdict {"bad" if bad else "good"}">'
-        + ("violations found" if bad else "every judged invariant held")
-        + "</p>",
+        f'<p class="verdict {"bad" if bad else "good"}">' + escape(headline(doc)) + "</p>",
         f"<p>{doc['runs']} runs from <code>{escape(doc['db'])}</code>; policies "
         f"{escape(', '.join(doc['policies']) or '-')}; target {escape(', '.join(doc['targets']) or '-')}; "
         f"inboxsim {escape(', '.join(doc['versions']) or '-')}; {doc['verdicts']['held']} held, "
@@ -84,15 +139,16 @@ def html_page(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
     if doc["failing"]:
         parts.append(f"<h2>Failing runs ({len(doc['failing'])})</h2><table>")
         parts.append(
-            "<tr><th>seed</th><th>policy</th><th>invariants</th><th>message</th><th>replay</th></tr>"
+            "<tr><th>seed or scenario</th><th>policy</th><th>invariants</th><th>message</th><th>replay</th></tr>"
         )
         for f in doc["failing"][:200]:
             parts.append(
-                f"<tr><td class=num>{f['seed'] if f['seed'] is not None else '-'}</td><td>{escape(f['policy'])}</td>"
+                f"<tr><td class=num>{_run_label(f)}</td><td>{escape(f['policy'])}</td>"
                 f"<td>{escape(', '.join(f['invariants']))}</td><td>{escape(f['message'])}</td>"
                 f"<td><code>{escape(f['replay'] or '')}</code></td></tr>"
             )
         parts.append("</table>")
+    parts += _scenarios(doc) + _mutants(doc)
     if doc["latency"]:
         parts.append(
             "<h2>Latency table</h2><table><tr><th>policy</th><th>delivery</th><th>promotions</th>"

@@ -1,5 +1,7 @@
 """JUnit XML from the summary document (pure): one test case per invariant
-and policy, and one per scenario when the store holds scenario runs.
+and policy, one per scenario, policy and target when the store holds scenario
+runs, and one per mutant of the latest mutant campaign (a failure when it
+survived: the harness missed a planted bug).
 
 A held invariant's case carries the runs that exercised it and the 95 %
 upper bound on its failure rate as properties; one never exercised is skipped,
@@ -17,6 +19,8 @@ def junit_xml(doc: dict[str, Any]) -> str:
     _invariant_suite(suites, doc)
     if doc["scenarios"]:
         _scenario_suite(suites, doc)
+    if doc["mutants"]:
+        _mutant_suite(suites, doc["mutants"])
     ET.indent(suites)
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
@@ -44,7 +48,7 @@ def _invariant_suite(parent: ET.Element, doc: dict[str, Any]) -> None:
         sum(1 for i in invs if i["status"] == "violated"),
         sum(1 for i in invs if i["status"] == "not exercised"),
     )
-    failing_by = {}
+    failing_by: dict[tuple[str, str], dict[str, Any]] = {}
     for f in doc["failing"]:
         for name in f["invariants"]:
             failing_by.setdefault((name, f["policy"]), f)
@@ -81,11 +85,46 @@ def _scenario_suite(parent: ET.Element, doc: dict[str, Any]) -> None:
         parent, "inboxsim.scenarios", len(scenarios), sum(1 for s in scenarios if s["failed"]), 0
     )
     for s in scenarios:
-        case = ET.SubElement(suite, "testcase", classname="inboxsim.scenarios", name=s["name"])
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"inboxsim.scenarios.{s['policy']}.{s['target']}",
+            name=s["name"],
+            file=s["file"],
+        )
+        props = ET.SubElement(case, "properties")
+        for key in ("runs", "expectations", "expectations_failed"):
+            ET.SubElement(props, "property", name=key, value=str(s[key]))
         if s["failed"]:
-            ET.SubElement(
+            failure = ET.SubElement(
                 case,
                 "failure",
                 message=f"failed in {s['failed']} of {s['runs']} runs",
                 type="ScenarioFailed",
+            )
+            failure.text = s["first_failure"]
+
+
+def _mutant_suite(parent: ET.Element, m: dict[str, Any]) -> None:
+    rows = m["rows"]
+    suite = _suite(parent, "inboxsim.mutants", len(rows), len(m["survived"]), 0)
+    for r in rows:
+        case = ET.SubElement(suite, "testcase", classname="inboxsim.mutants", name=r["mutant"])
+        props = ET.SubElement(case, "properties")
+        for key in (
+            "killed_by_kind",
+            "killed_by",
+            "seed",
+            "seconds_to_detect",
+            "runs",
+            "shrunk_ops",
+        ):
+            if r[key] is not None:
+                ET.SubElement(props, "property", name=key, value=str(r[key]))
+        if r["killed_by_kind"] == "none":
+            ET.SubElement(
+                case,
+                "failure",
+                message=f"survived {r['runs']} runs: no invariant, divergence or expectation caught it",
+                type="MutantSurvived",
             )

@@ -3,8 +3,8 @@
 A store records its schema version in ``meta``. Opening an older file for
 writing migrates it forward step by step; a reader that finds an older file
 reopens it for writing once to migrate (see :func:`inboxsim.reports.store.open_store`).
-Each step is plain SQL over the existing rows, so a migrated file holds the
-same rows a fresh sweep would have written (tests/test_store_migrate.py).
+Each step rewrites the existing rows, so a migrated file holds the same rows
+a fresh sweep would have written (tests/test_store.py).
 """
 
 from __future__ import annotations
@@ -39,7 +39,32 @@ def _v1_to_v2(con: Any) -> None:
     con.execute(_EVENTS_FROM_STEPS)
 
 
-MIGRATIONS: dict[int, Callable[[Any], None]] = {1: _v1_to_v2}
+def _v2_to_v3(con: Any) -> None:
+    """Add the policies, scenario and mutant tables. A v2 run kept only its
+    policy's name: a preset's name gets the preset's fields (the presets are
+    code, so this is what the run ran under unless the preset changed since);
+    any other name (a custom TOML policy) keeps a NULL hash, and ``check`` and
+    ``diff --rerun`` say so when they meet it."""
+    from ..model import PRESETS
+    from .policies import policy_record
+    from .store import _DDL
+
+    con.execute("ALTER TABLE runs ADD COLUMN policy_hash VARCHAR")
+    for ddl in _DDL:
+        if any(f"EXISTS {t} (" in ddl for t in ("policies", "scenario_runs", "mutants")):
+            con.execute(ddl)
+    names = [r[0] for r in con.execute("SELECT DISTINCT policy FROM runs ORDER BY 1").fetchall()]
+    for name in names:
+        if name not in PRESETS:
+            continue
+        digest, _, preset, fields = policy_record(PRESETS[name])
+        con.execute(
+            "INSERT OR IGNORE INTO policies VALUES (?, ?, ?, ?)", [digest, name, preset, fields]
+        )
+        con.execute("UPDATE runs SET policy_hash = ? WHERE policy = ?", [digest, name])
+
+
+MIGRATIONS: dict[int, Callable[[Any], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 """``MIGRATIONS[n]`` turns a version-``n`` store into version ``n + 1``."""
 
 

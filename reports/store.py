@@ -30,8 +30,22 @@ Tables:
   with the same policy and options runs them first (like Hypothesis' example
   database), and forgets those that pass.
 
+- ``policies`` (v3): every field of each policy runs ran under, as JSON, keyed
+  by a content hash that ``runs.policy_hash`` names, and ``preset``: the
+  preset's name when the policy was that preset as then defined; a custom
+  TOML policy is rebuilt from it by ``check`` and ``diff --rerun`` after its
+  file is gone.
+- ``scenario_runs`` (v3): per scenario run (``inboxsim run --db``): the
+  scenario's name and file, whether it passed, its expectations checked and
+  failed, and every failure (JSON). The run itself is a ``runs`` row like any.
+- ``mutants`` (v3): planted-bug results by campaign: what killed each mutant
+  (``killed_by_kind``, ``killed_by``), the seed, the time to detect, the runs
+  it took, the shrunk length; written by :meth:`Store.write_mutants`.
+
 Views for the common questions are in :mod:`.views` (documented in
-``docs/queries.md``). Version 2 added ``events``, ``runs.scenario`` and the views.
+``docs/queries.md``). Version 2 added ``events``, ``runs.scenario`` and the
+views; version 3 ``policies``, ``runs.policy_hash``, ``scenario_runs`` and
+``mutants``.
 """
 
 from __future__ import annotations
@@ -43,7 +57,7 @@ from typing import Any
 
 from ..errors import HarnessError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _EMPTY = -1  # schema_version() of a file with no tables at all: a new store
 
 _DDL = (
@@ -64,7 +78,8 @@ _DDL = (
         ops INTEGER NOT NULL,
         seconds DOUBLE NOT NULL,
         exercised VARCHAR[] NOT NULL,
-        scenario VARCHAR
+        scenario VARCHAR,
+        policy_hash VARCHAR
     )""",
     """CREATE TABLE IF NOT EXISTS steps (
         run_id BIGINT NOT NULL,
@@ -97,6 +112,32 @@ _DDL = (
         probe VARCHAR NOT NULL,
         hits INTEGER NOT NULL
     )""",
+    """CREATE TABLE IF NOT EXISTS policies (
+        policy_hash VARCHAR PRIMARY KEY,
+        name VARCHAR NOT NULL,
+        preset VARCHAR,
+        fields JSON NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS scenario_runs (
+        run_id BIGINT NOT NULL,
+        scenario VARCHAR NOT NULL,
+        file VARCHAR NOT NULL,
+        passed BOOLEAN NOT NULL,
+        expectations INTEGER NOT NULL,
+        expectations_failed INTEGER NOT NULL,
+        failures JSON NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS mutants (
+        campaign_id BIGINT NOT NULL,
+        mutant VARCHAR NOT NULL,
+        killed_by_kind VARCHAR NOT NULL,
+        killed_by VARCHAR,
+        seed UBIGINT,
+        seconds_to_detect DOUBLE,
+        runs INTEGER NOT NULL,
+        shrunk_ops INTEGER,
+        recorded_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+    )""",
     """CREATE TABLE IF NOT EXISTS failing_seeds (
         policy VARCHAR NOT NULL,
         options VARCHAR NOT NULL,
@@ -104,7 +145,7 @@ _DDL = (
         PRIMARY KEY (policy, options, seed)
     )""",
 )
-TABLES = ("runs", "steps", "events", "violations", "probes")
+TABLES = ("runs", "steps", "events", "violations", "probes", "policies", "scenario_runs")
 
 
 def _schemas() -> dict[str, Any]:
@@ -129,6 +170,26 @@ def _schemas() -> dict[str, Any]:
                 ("seconds", pa.float64()),
                 ("exercised", pa.list_(pa.string())),
                 ("scenario", pa.string()),
+                ("policy_hash", pa.string()),
+            ]
+        ),
+        "policies": pa.schema(
+            [
+                ("policy_hash", pa.string()),
+                ("name", pa.string()),
+                ("preset", pa.string()),
+                ("fields", pa.string()),
+            ]
+        ),
+        "scenario_runs": pa.schema(
+            [
+                ("run_id", pa.int64()),
+                ("scenario", pa.string()),
+                ("file", pa.string()),
+                ("passed", pa.bool_()),
+                ("expectations", pa.int32()),
+                ("expectations_failed", pa.int32()),
+                ("failures", pa.string()),
             ]
         ),
         "events": pa.schema(
@@ -186,9 +247,28 @@ class BatchColumns:
         self.columns: dict[str, dict[str, list[Any]]] = {
             name: {f: [] for f in _FIELDS[name]} for name in TABLES
         }
+        self._policies: dict[Any, str] = {}  # Policy -> its hash, once per batch
 
-    def add_run(self, run_id: int, sweep_id: int, result: Any) -> None:
-        """Add one :class:`~inboxsim.sim.run.RunResult`."""
+    def _policy_hash(self, policy: Any) -> str | None:
+        if policy is None:
+            return None
+        found = self._policies.get(policy)
+        if found is None:
+            from .policies import policy_record
+
+            found, name, preset, fields = policy_record(policy)
+            self._policies[policy] = found
+            table = self.columns["policies"]
+            table["policy_hash"].append(found)
+            table["name"].append(name)
+            table["preset"].append(preset)
+            table["fields"].append(fields)
+        return found
+
+    def add_run(self, run_id: int, sweep_id: int, result: Any, policy: Any = None) -> None:
+        """Add one :class:`~inboxsim.sim.run.RunResult`; ``policy``: the
+        :class:`~inboxsim.model.Policy` it ran under, whose fields are kept
+        (without it the run records its policy's name only)."""
         runs = self.columns["runs"]
         trace = result.trace
         for key, value in (
@@ -209,6 +289,7 @@ class BatchColumns:
             ("exercised", list(result.exercised)),
             # Scenario runs (issue 5) may carry their scenario's name; seeded runs do not.
             ("scenario", getattr(result, "scenario", None)),
+            ("policy_hash", self._policy_hash(policy)),
         ):
             runs[key].append(value)
         steps = self.columns["steps"]
@@ -284,6 +365,17 @@ _FIELDS = {
         "seconds",
         "exercised",
         "scenario",
+        "policy_hash",
+    ),
+    "policies": ("policy_hash", "name", "preset", "fields"),
+    "scenario_runs": (
+        "run_id",
+        "scenario",
+        "file",
+        "passed",
+        "expectations",
+        "expectations_failed",
+        "failures",
     ),
     "events": ("run_id", "step", "session", "seq", "type", "input", "time", "delivery"),
     "steps": ("run_id", "idx", "phase", "kind", "decision", "request", "reply", "observed"),
@@ -315,6 +407,8 @@ class Store:
         self.path = str(path)
         self.read_only = read_only
         memory = self.path == ":memory:"
+        if not memory and Path(self.path).is_dir():
+            raise HarnessError(f"the database {self.path} is a directory, not a DuckDB file")
         if not memory and (read_only or must_exist) and not Path(self.path).is_file():
             raise HarnessError(f"the database {self.path} does not exist")
         try:
@@ -330,7 +424,10 @@ class Store:
             raise
         except duckdb.Error as exc:
             self.con.close()
-            raise HarnessError(f"the database {self.path} is not usable: {_reason(exc)}") from None
+            message = _open_error(self.path, exc)
+            if message.startswith("cannot open"):
+                message = f"the database {self.path} is not usable: {_reason(exc)}"
+            raise HarnessError(message) from None
 
     def schema_version(self) -> int | None:
         """The version the file records, or None when it has no meta table."""
@@ -410,8 +507,10 @@ class Store:
                 if table is None or table.num_rows == 0:
                     continue
                 con.register("_batch", table)
+                # A policy is stored once, whichever batch brings it first.
+                verb = "INSERT OR IGNORE" if name == "policies" else "INSERT"
                 try:
-                    con.execute(f"INSERT INTO {name} SELECT * FROM _batch")
+                    con.execute(f"{verb} INTO {name} SELECT * FROM _batch")
                 finally:
                     con.unregister("_batch")
             con.execute("COMMIT")
@@ -435,14 +534,84 @@ class Store:
             con.execute("INSERT OR IGNORE INTO failing_seeds VALUES (?, ?, ?)", [policy, key, seed])
         con.execute("COMMIT")
 
+    def write_mutants(self, rows: Iterable[dict[str, Any]]) -> int:
+        """Record one campaign of planted-bug results (the kill matrix) in one
+        transaction; returns its ``campaign_id``. Each row: ``mutant``,
+        ``killed_by_kind`` (one of :data:`KILL_KINDS`), ``killed_by`` (the
+        invariant id or the divergence, None when not killed), ``seed`` (None
+        for a scenario kill), ``seconds_to_detect``, ``runs``, ``shrunk_ops``.
+        A row that breaks these rules is a :class:`HarnessError` naming it, and
+        nothing of the campaign is written."""
+        checked = [_mutant_row(n, row) for n, row in enumerate(rows, 1)]
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
+        try:
+            row = con.execute("SELECT coalesce(max(campaign_id) + 1, 0) FROM mutants").fetchone()
+            campaign = int(row[0]) if row else 0
+            # A campaign is tens of rows, once: executemany is plenty here.
+            con.executemany(
+                "INSERT INTO mutants (campaign_id, mutant, killed_by_kind, killed_by, seed, "
+                "seconds_to_detect, runs, shrunk_ops) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(campaign, *r) for r in checked],
+            )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        return campaign
+
     def close(self) -> None:
         self.con.close()
 
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
         self.close()
+        # A file damaged past its header opens fine and fails on a later read
+        # or write: say so in one line, as for a file that does not open.
+        if isinstance(exc, BaseException) and _damaged(exc):
+            raise HarnessError(_open_error(self.path, exc)) from None
+
+
+KILL_KINDS = ("invariant", "divergence", "expectation", "none")
+"""How a planted bug was caught: an invariant violation, a divergence from the
+model in lockstep, a failed scenario expectation, or not at all (survived)."""
+
+
+def _mutant_row(n: int, row: dict[str, Any]) -> tuple[Any, ...]:
+    """One ``mutants`` row as a tuple, or a one-line error naming what is wrong."""
+    where = f"mutant row {n}"
+    try:
+        mutant, kind, runs = row["mutant"], row["killed_by_kind"], row["runs"]
+    except KeyError as exc:
+        raise HarnessError(f"{where} has no {exc.args[0]!r}") from None
+    except TypeError:
+        raise HarnessError(f"{where} is not a mapping: {row!r}") from None
+    if not isinstance(mutant, str) or not mutant:
+        raise HarnessError(f"{where}: mutant must be a non-empty name, not {mutant!r}")
+    if kind not in KILL_KINDS:
+        raise HarnessError(
+            f"{where} ({mutant}): killed_by_kind {kind!r} is not one of {', '.join(KILL_KINDS)}"
+        )
+    killed_by = row.get("killed_by")
+    if (kind == "none") != (killed_by is None):
+        raise HarnessError(
+            f"{where} ({mutant}): killed_by must be given exactly when killed_by_kind is not 'none'"
+        )
+    seed, seconds, shrunk = row.get("seed"), row.get("seconds_to_detect"), row.get("shrunk_ops")
+    for key, value in (("seed", seed), ("shrunk_ops", shrunk), ("runs", runs)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            raise HarnessError(
+                f"{where} ({mutant}): {key} must be a non-negative integer, not {value!r}"
+            )
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)):
+        raise HarnessError(
+            f"{where} ({mutant}): seconds_to_detect must be a number, not {seconds!r}"
+        )
+    return (mutant, kind, killed_by, seed, seconds, runs, shrunk)
 
 
 class _NeedsMigration(HarnessError):
@@ -467,6 +636,19 @@ def _reason(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+_DAMAGE = ("Could not read enough bytes", "Corrupt", "checksum", "not a valid DuckDB database")
+
+
+def _damaged(exc: BaseException) -> bool:
+    """A DuckDB error that says the file is damaged (not a bug in a query)."""
+    import duckdb
+
+    text = str(exc)
+    return isinstance(exc, duckdb.Error) and any(
+        marker.lower() in text.lower() for marker in _DAMAGE
+    )
+
+
 def _open_error(path: str, exc: BaseException) -> str:
     """One line that says what is wrong with the file, in the user's terms."""
     text = str(exc)
@@ -478,6 +660,11 @@ def _open_error(path: str, exc: BaseException) -> str:
             f"the database {path} is locked by another process{holder}: "
             "wait for it to finish or use another --db"
         )
+    if "Could not read enough bytes" in text:
+        return (
+            f"the database {path} is truncated or corrupt (a read past its end failed): "
+            "restore it or use another --db"
+        )
     if "not a valid DuckDB database" in text or "Corrupt" in text or "checksum" in text.lower():
         return (
             f"the database {path} is not a readable DuckDB file (corrupt, or another kind of file)"
@@ -485,9 +672,15 @@ def _open_error(path: str, exc: BaseException) -> str:
     return f"cannot open the database {path}: {_reason(exc)}"
 
 
-def write_results(store: Store, results: Sequence[Any], first_run_id: int, sweep_id: int) -> None:
-    """Convenience: write a list of run results as one batch."""
+def write_results(
+    store: Store,
+    results: Sequence[Any],
+    first_run_id: int,
+    sweep_id: int,
+    policy: Any = None,
+) -> None:
+    """Convenience: write a list of run results (all under ``policy``) as one batch."""
     cols = BatchColumns()
     for offset, result in enumerate(results):
-        cols.add_run(first_run_id + offset, sweep_id, result)
+        cols.add_run(first_run_id + offset, sweep_id, result, policy)
     store.write(cols.tables())

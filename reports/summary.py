@@ -36,6 +36,11 @@ class Facts:
     probe_info: dict[str, tuple[bool, str]] = field(
         default_factory=dict
     )  # name -> required, description
+    # run_id, scenario, file, policy, target, passed, expectations, expectations_failed, failures
+    scenario_runs: list[Row] = field(default_factory=list)
+    # the latest campaign: campaign_id, mutant, killed_by_kind, killed_by, seed,
+    # seconds_to_detect, runs, shrunk_ops, recorded_at
+    mutants: list[Row] = field(default_factory=list)
 
 
 def load_facts(con: Any, db: str, schema_version: int) -> Facts:
@@ -66,6 +71,16 @@ def load_facts(con: Any, db: str, schema_version: int) -> Facts:
         ),
         registry={i.id: (i.statement, i.source) for i in REGISTRY.values()},
         probe_info={p.name: (p.required, p.description) for p in PROBES},
+        scenario_runs=q(
+            "SELECT s.run_id, s.scenario, s.file, r.policy, r.target, s.passed, s.expectations, "
+            "s.expectations_failed, s.failures FROM scenario_runs s JOIN runs r USING (run_id) "
+            "ORDER BY s.run_id"
+        ),
+        mutants=q(
+            "SELECT campaign_id, mutant, killed_by_kind, killed_by, seed, seconds_to_detect, runs, "
+            "shrunk_ops, recorded_at FROM mutants "
+            "WHERE campaign_id = (SELECT max(campaign_id) FROM mutants) ORDER BY mutant"
+        ),
     )
 
 
@@ -140,7 +155,8 @@ def summarize(f: Facts) -> dict[str, Any]:
         )
     seconds = sum(r[9] for r in runs)
     steps = sum(r[8] for r in runs)
-    scenarios = sorted({r[10] for r in runs if r[10] is not None})
+    scenarios_failed = any(not r[5] for r in f.scenario_runs)
+    survived = any(m[2] == "none" for m in f.mutants)
     return {
         "command": "report",
         "db": f.db,
@@ -156,14 +172,8 @@ def summarize(f: Facts) -> dict[str, Any]:
         "liveness": _count(r[7] for r in runs),
         "invariants": invariants,
         "failing": failing,
-        "scenarios": [
-            {
-                "name": s,
-                "runs": sum(1 for r in runs if r[10] == s),
-                "failed": sum(1 for r in runs if r[10] == s and r[0] in by_run),
-            }
-            for s in scenarios
-        ],
+        "scenarios": _scenarios(f.scenario_runs),
+        "mutants": _mutants(f.mutants),
         "probes": [
             {
                 "policy": p[0],
@@ -194,7 +204,63 @@ def summarize(f: Facts) -> dict[str, Any]:
             "run_seconds": round(seconds, 3),
             "steps_per_second": round(steps / seconds, 1) if seconds > 0 else None,
         },
-        "exit_code": 1 if failing else 0,
+        "exit_code": 1 if failing or scenarios_failed or survived else 0,
+    }
+
+
+def _scenarios(rows: list[Row]) -> list[dict[str, Any]]:
+    """One entry per scenario, policy and target: its runs, how many failed,
+    the expectations checked and failed, and the first failure."""
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for run_id, name, file, policy, target, passed, checked, failed, failures in rows:
+        entry = out.setdefault(
+            (name, policy, target),
+            {
+                "name": name,
+                "file": file,
+                "policy": policy,
+                "target": target,
+                "runs": 0,
+                "failed": 0,
+                "expectations": 0,
+                "expectations_failed": 0,
+                "first_failure": None,
+            },
+        )
+        entry["runs"] += 1
+        entry["expectations"] += checked
+        entry["expectations_failed"] += failed
+        if not passed:
+            entry["failed"] += 1
+            if entry["first_failure"] is None:
+                listed = json.loads(failures)
+                first = listed[0] if listed else {"step": None, "message": "failed"}
+                where = f"step {first['step']}" if first["step"] is not None else "scenario"
+                entry["first_failure"] = f"run {run_id}, {where}: {first['message']}"
+    return [out[k] for k in sorted(out)]
+
+
+def _mutants(rows: list[Row]) -> dict[str, Any] | None:
+    """The latest mutant campaign (the kill matrix), or None when there is none."""
+    if not rows:
+        return None
+    return {
+        "campaign_id": rows[0][0],
+        "recorded_at": str(rows[0][8])[:19],  # to the second
+        "killed": sum(1 for r in rows if r[2] != "none"),
+        "survived": [r[1] for r in rows if r[2] == "none"],
+        "rows": [
+            {
+                "mutant": r[1],
+                "killed_by_kind": r[2],
+                "killed_by": r[3],
+                "seed": None if r[4] is None else int(r[4]),
+                "seconds_to_detect": _round(r[5], 3),
+                "runs": r[6],
+                "shrunk_ops": r[7],
+            }
+            for r in rows
+        ],
     }
 
 
@@ -221,9 +287,30 @@ def _round(x: float | None, digits: int = 4) -> float | None:
     return None if x is None else round(float(x), digits)
 
 
+def headline(doc: dict[str, Any]) -> str:
+    """The report's verdict in a few words (Markdown and HTML)."""
+    problems = []
+    if doc["failing"]:
+        problems.append("violations found")
+    if any(s["failed"] for s in doc["scenarios"]):
+        problems.append("scenarios failed")
+    if doc["mutants"] and doc["mutants"]["survived"]:
+        problems.append("mutants survived")
+    return "; ".join(problems) if problems else "every judged invariant held"
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _dash(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
 def markdown(doc: dict[str, Any], max_failing: int = 20) -> str:
     """A Markdown summary, fit for a CI job summary or a PR comment (pure)."""
-    verdict = "❌ violations found" if doc["failing"] else "✅ every judged invariant held"
+    verdict = "❌ " + headline(doc) if doc["exit_code"] else "✅ " + headline(doc)
     out = [
         f"## inboxsim report: {verdict}",
         "",
@@ -255,7 +342,11 @@ def markdown(doc: dict[str, Any], max_failing: int = 20) -> str:
     if doc["failing"]:
         out += ["", f"### Failing runs ({len(doc['failing'])})", ""]
         for f in doc["failing"][:max_failing]:
-            what = f"seed {f['seed']}" if f["seed"] is not None else f"run {f['run_id']}"
+            what = (
+                f"seed {f['seed']}"
+                if f["seed"] is not None
+                else (f"scenario {f['scenario']}" if f["scenario"] else f"run {f['run_id']}")
+            )
             out.append(
                 f"- **{what}** ({f['policy']}): `{', '.join(f['invariants'])}`: {f['message']}"
             )
@@ -263,6 +354,38 @@ def markdown(doc: dict[str, Any], max_failing: int = 20) -> str:
                 out.append(f"  - `{f['replay']}`")
         if len(doc["failing"]) > max_failing:
             out.append(f"- ... and {len(doc['failing']) - max_failing} more (see summary.json)")
+    if doc["scenarios"]:
+        failed = sum(1 for s in doc["scenarios"] if s["failed"])
+        out += [
+            "",
+            f"### Scenarios ({len(doc['scenarios'])}, {failed} failing)",
+            "",
+            "| scenario | policy | target | runs | failed | expectations (failed) | first failure |",
+            "| --- | --- | --- | ---: | ---: | ---: | --- |",
+        ]
+        for sc in sorted(doc["scenarios"], key=lambda x: (not x["failed"], x["name"])):
+            mark = "❌" if sc["failed"] else "✅"
+            out.append(
+                f"| {mark} `{sc['name']}` | {sc['policy']} | {sc['target']} | {sc['runs']} | "
+                f"{sc['failed']} | {sc['expectations']} ({sc['expectations_failed']}) | "
+                f"{_cell(sc['first_failure'] or '')} |"
+            )
+    if doc["mutants"]:
+        m = doc["mutants"]
+        out += [
+            "",
+            f"### Mutant kill matrix (campaign {m['campaign_id']}): "
+            f"{m['killed']}/{len(m['rows'])} killed",
+            "",
+            "| mutant | killed by | detail | seed | seconds to detect | runs | shrunk ops |",
+            "| --- | --- | --- | ---: | ---: | ---: | ---: |",
+        ]
+        for r in m["rows"]:
+            kind = "❌ survived" if r["killed_by_kind"] == "none" else r["killed_by_kind"]
+            out.append(
+                f"| `{r['mutant']}` | {kind} | {_cell(r['killed_by'] or '')} | {_dash(r['seed'])} | "
+                f"{_dash(r['seconds_to_detect'])} | {r['runs']} | {_dash(r['shrunk_ops'])} |"
+            )
     if doc["missing_required_probes"]:
         out += ["", "### Required probes never hit", ""]
         for policy, names in doc["missing_required_probes"].items():

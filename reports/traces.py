@@ -118,6 +118,7 @@ class StoredRun:
     trace_hash: str
     violations: tuple[tuple[str, tuple[int, ...], str], ...]
     scenario: str | None = None
+    policy_hash: str | None = None  # into ``policies`` (v3); None: a pre-v3 run
 
 
 def build_trace(run: StoredRun, rows: Sequence[tuple[Any, ...]]) -> Trace:
@@ -131,7 +132,10 @@ def build_trace(run: StoredRun, rows: Sequence[tuple[Any, ...]]) -> Trace:
     return Trace(header, steps)
 
 
-_RUN_COLUMNS = "run_id, seed, policy, target, version, options, decisions, verdict, liveness, trace_hash, scenario"
+_RUN_COLUMNS = (
+    "run_id, seed, policy, target, version, options, decisions, verdict, liveness, trace_hash, "
+    "scenario, policy_hash"
+)
 
 
 def stored_runs(con: Any, where: str = "") -> list[StoredRun]:
@@ -156,6 +160,7 @@ def stored_runs(con: Any, where: str = "") -> list[StoredRun]:
             r[9],
             tuple(found.get(r[0], ())),
             r[10],
+            r[11],
         )
         for r in rows
     ]

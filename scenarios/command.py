@@ -89,6 +89,25 @@ def _run_on_adapter(
         )
 
 
+def store_results(
+    store: Any,
+    scenarios: Sequence[LoadedScenario],
+    results: Sequence[ScenarioResult],
+    policy: str | None,
+) -> tuple[int, int]:
+    """Write every scenario run into ``store`` (a
+    :class:`~inboxsim.reports.store.Store`) as one batch, each with the full
+    fields of the policy it ran under; returns (first run_id, sweep_id)."""
+    from ..reports.scenario_runs import write_scenarios
+
+    override = resolve_policy(policy) if policy is not None else None
+    triples = [
+        (loaded, result, override or resolve_policy(loaded.scenario.policy, loaded.origin))
+        for loaded, result in zip(scenarios, results, strict=True)
+    ]
+    return write_scenarios(store, triples)
+
+
 def exit_code(results: Sequence[ScenarioResult]) -> int:
     return int(ExitCode.OK if all(r.passed for r in results) else ExitCode.TARGET_FAILED)
 

@@ -15,6 +15,8 @@ violated). Every failure names the scenario step it belongs to.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +45,7 @@ class Failure:
     step: int | None
     message: str
     invariant: str | None = None
+    violation: bool = False  # an invariant violated, rather than an expectation failed
 
     def __str__(self) -> str:
         where = f"step {self.step}" if self.step is not None else "scenario"
@@ -60,6 +63,8 @@ class ScenarioResult:
     invariants_checked: bool
     steps_run: int
     violations: tuple[Any, ...] = field(default=())
+    exercised: tuple[str, ...] = ()  # the invariants the run reached a step to judge
+    seconds: float = field(default=0.0, compare=False)  # wall time (reporting only)
 
     @property
     def passed(self) -> bool:
@@ -106,11 +111,13 @@ def run_scenario(
     scenario = loaded.scenario
     chosen = policy if policy is not None else resolve_policy(scenario.policy, loaded.origin)
     factory = default_monitor() if monitor is True else (monitor or None)
+    started = time.perf_counter()
     target = target_factory(chosen, scenario.step_limit)
     try:
-        return execute(scenario, loaded.origin, chosen, target, factory)
+        result = execute(scenario, loaded.origin, chosen, target, factory)
     finally:
         target.close()
+    return dataclasses.replace(result, seconds=time.perf_counter() - started)
 
 
 class _Run:
@@ -230,6 +237,7 @@ def execute(
         monitor is not None,
         steps_run,
         tuple(run.violations),
+        tuple(sorted(getattr(monitor, "exercised", ()))),
     )
 
 
@@ -244,7 +252,9 @@ def _judge_violations(scenario: Scenario, run: _Run, checked: bool) -> list[Fail
         if expected is not None and v.invariant == expected:
             seen = True
             continue
-        out.append(Failure(where, f"invariant {v.invariant} violated: {v.message}", v.invariant))
+        out.append(
+            Failure(where, f"invariant {v.invariant} violated: {v.message}", v.invariant, True)
+        )
     if expected is not None and not seen:
         why = "" if checked else " (the invariant checkers are not available)"
         out.append(

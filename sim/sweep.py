@@ -100,7 +100,7 @@ def run_batch(task: BatchTask) -> BatchOutcome:
             )
         )
         if columns is not None:
-            columns.add_run(task.first_run_id + offset, task.sweep_id, result)
+            columns.add_run(task.first_run_id + offset, task.sweep_id, result, task.policy)
     tables = columns.tables() if columns is not None else None
     host, pid = worker_identity()
     return BatchOutcome(

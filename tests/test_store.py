@@ -1,5 +1,5 @@
-"""The trace store, schema v2: whole-run writes, events, views, migration
-from v1, and one-line errors for missing, corrupt, locked and newer files."""
+"""The trace store: whole-run writes, events, views, migration from v1
+(to v3 through v2), and one-line errors for missing, corrupt, locked and newer files."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from inboxsim.reports import store as store_mod
 from inboxsim.reports.store import SCHEMA_VERSION, Store, open_store, write_results
 from inboxsim.sim.run import RunOptions, run_seed
 
+from .store_versions import v1_copy
+
 OPTIONS = RunOptions(ops=30)
 
 
@@ -31,7 +33,7 @@ def results() -> list:
 def db(tmp_path: Path, results: list) -> str:
     path = str(tmp_path / "s.duckdb")
     with Store(path) as s:
-        write_results(s, results, 0, 0)
+        write_results(s, results, 0, 0, PRESETS["g2"])
     return path
 
 
@@ -89,38 +91,24 @@ def test_views_answer(db: str) -> None:
         assert all(0 <= k <= n <= 6 for n, k in ex)
 
 
-def _v1_copy(path: str, v1: str) -> None:
-    """Turn a v2 store into what a v1 inboxsim wrote: no events, no scenario, no views."""
-    with duckdb.connect(path) as con:
-        con.execute(f"ATTACH '{v1}' AS old")
-        for ddl in store_mod._DDL:
-            if "events" in ddl.split("(")[0]:
-                continue
-            con.execute(
-                ddl.replace("IF NOT EXISTS ", "IF NOT EXISTS old.").replace(
-                    ",\n        scenario VARCHAR", ""
-                )
-            )
-        con.execute("INSERT INTO old.meta VALUES ('schema_version', '1')")
-        cols = ", ".join(c for c in store_mod._FIELDS["runs"] if c != "scenario")
-        con.execute(f"INSERT INTO old.runs SELECT {cols} FROM runs")
-        for t in ("steps", "violations", "probes"):
-            con.execute(f"INSERT INTO old.{t} SELECT * FROM {t}")
-
-
 def test_migration_from_v1(db: str, tmp_path: Path) -> None:
     v1 = str(tmp_path / "v1.duckdb")
-    _v1_copy(db, v1)
+    v1_copy(db, v1)
     with duckdb.connect(v1, read_only=True) as con:
         assert "events" not in {
             r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
         }
-    with open_store(v1) as s:  # a reader migrates an older file first
+    with open_store(v1) as s:  # a reader migrates an older file first (v1 -> v2 -> v3)
         assert s.schema_version() == SCHEMA_VERSION
         _consistent(s.con)
         migrated = s.con.execute("SELECT * FROM events ORDER BY ALL").fetchall()
+        policies = s.con.execute("SELECT * FROM policies").fetchall()
+        hashes = s.con.execute("SELECT DISTINCT policy_hash FROM runs").fetchall()
     with open_store(db) as s:
         assert s.con.execute("SELECT * FROM events ORDER BY ALL").fetchall() == migrated
+        # The preset's fields, filled in by v2 -> v3, are those a v3 sweep stores.
+        assert s.con.execute("SELECT * FROM policies").fetchall() == policies
+        assert s.con.execute("SELECT DISTINCT policy_hash FROM runs").fetchall() == hashes
     with Store(v1) as s:  # and a writer goes on appending to it
         assert s.next_ids() == (6, 1)
 
