@@ -54,6 +54,12 @@ def main() -> int:
     parser.add_argument("--policy", default="g4")
     parser.add_argument("--alphabet", default=BENCH_ALPHABET)
     parser.add_argument("--no-checks", action="store_true", help="measure the search alone")
+    parser.add_argument(
+        "--compare-clone",
+        action="store_true",
+        help="also run with a deepcopy per child monitor (the alternative to pickle once, "
+        "loads per child) and print the time ratio",
+    )
     args = parser.parse_args()
     monitor, checks = (_NoChecks, "none (--no-checks)") if args.no_checks else _monitor()
     policy = PRESETS[args.policy]
@@ -85,6 +91,24 @@ def main() -> int:
     print(f"states/s          {result.states_per_second:,.0f}")
     print(f"transitions/s     {result.transitions / result.seconds:,.0f}")
     print(f"violations        {len(result.violations)}")
+    if args.compare_clone:
+        ex._Frozen.by_pickle = False
+        try:
+            other = ex.explore(
+                policy,
+                monitor,
+                args.sessions,
+                args.depth,
+                ex.DEFAULT_STEP_LIMIT,
+                ex.parse_alphabet(args.alphabet),
+            )
+        finally:
+            ex._Frozen.by_pickle = True
+        assert other.states == result.states and other.transitions == result.transitions
+        print(
+            f"deepcopy per child: {other.seconds:.1f} s; pickle/deepcopy time ratio "
+            f"{result.seconds / other.seconds:.2f}"
+        )
     return 1 if result.violations else 0
 
 

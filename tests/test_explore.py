@@ -160,8 +160,10 @@ def test_alphabet_covers_the_brief() -> None:
         "prompt(s1,s1.i1,steer)",
         "prompt(s1,s1.i1,queue)",
         "synthetic(s1,s1.i1,steer)",
+        "synthetic(s1,s1.i1,queue)",
         "retry(s1,s1.i1)",
         "conflict(s1,s1.i1)",
+        "conflict(s1,s1.i1,queue)",
         "compact(s1)",
         "interrupt(s1)",
         "resume(s1)",
@@ -241,6 +243,70 @@ def test_c_breaks_shared_admission_order() -> None:
     result = ex.explore(PRESETS["c"], monitor, sessions=1, depth=5)
     assert result.violations
     assert result.violations[0].invariant == "shared-admission-order"
+
+
+# Each policy that breaks an invariant: shrink a failing seed for that
+# invariant, then the explorer (one session, stopping only at that invariant)
+# finds it at a depth no larger than the shrunk scenario's operations.
+BROKEN = [
+    ("g2", "monotonic-visible-time"),
+    ("c", "shared-admission-order"),
+    ("c", "queue-fifo"),
+    ("b", "receipt-reflects-request"),
+    ("g5", "retry-same-receipt"),
+    ("g5", "conflict-rejected"),
+    ("g5", "barrier-blocks-promotion"),
+]
+
+
+def _shrunk_ops(policy: str, invariant: str) -> int:
+    from inboxsim.sim.run import RunOptions, run_seed
+    from inboxsim.sim.shrink import shrink_run
+
+    options = RunOptions(ops=100)
+    for seed in range(400):
+        run = run_seed(seed, PRESETS[policy], options)
+        if invariant in {v.invariant for v in run.violations}:
+            shrunk = shrink_run(run, PRESETS[policy], options, invariant=invariant, verify=False)
+            return shrunk.final.operations
+    raise AssertionError(f"no seed below 400 violates {invariant} under {policy}")
+
+
+@pytest.mark.parametrize(("policy", "invariant"), BROKEN)
+def test_explorer_finds_each_broken_invariant_no_deeper_than_shrink(
+    policy: str, invariant: str
+) -> None:
+    monitor, _ = _registry()
+    bound = _shrunk_ops(policy, invariant)
+    result = ex.explore(PRESETS[policy], monitor, sessions=1, depth=bound, invariant=invariant)
+    assert [v.invariant for v in result.violations][:1] == [invariant]
+    assert result.depth_reached <= bound
+    assert result.operations == result.depth_reached
+    # The same policy's fix (g4) keeps it at that bound.
+    held = ex.explore(PRESETS["g4"], monitor, sessions=1, depth=result.depth_reached)
+    assert not held.violations
+
+
+def test_b_synthetic_queue_request_is_one_operation() -> None:
+    """The alphabet's synthetic queue delivery: b admits it as a steer."""
+    monitor, _ = _registry()
+    result = ex.explore(PRESETS["b"], monitor, sessions=1, depth=1)
+    assert [v.invariant for v in result.violations] == ["receipt-reflects-request"]
+    assert _ops(result) == ["synthetic(s1,s1.i1,queue)"]
+    without = ex.explore(
+        PRESETS["b"], monitor, sessions=1, depth=2, alphabet=ex.FULL - {"synthetic_queue"}
+    )
+    assert not without.violations
+
+
+def test_invariant_filter_skips_other_violations() -> None:
+    """Stopping only at one invariant goes on through the others."""
+    monitor, _ = _registry()
+    first = ex.explore(PRESETS["g5"], monitor, sessions=1, depth=3)
+    assert first.violations and first.violations[0].invariant != "retry-same-receipt"
+    target = ex.explore(PRESETS["g5"], monitor, sessions=1, depth=3, invariant="retry-same-receipt")
+    assert [v.invariant for v in target.violations] == ["retry-same-receipt"]
+    assert target.depth_reached >= first.depth_reached
 
 
 def test_g4_holds_at_the_default_bound() -> None:
