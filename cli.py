@@ -245,6 +245,15 @@ def explore(
         str | None,
         typer.Option("--out", help="Where to write the shortest counterexample (default explore-<policy>.toml)."),
     ] = None,
+    invariant: Annotated[
+        str | None,
+        typer.Option(
+            "--invariant",
+            help="Stop only at a violation of this invariant (the search goes on through others): "
+            "the depth of its shortest counterexample.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Every interleaving of a small world, breadth first, every invariant in every state.
@@ -268,7 +277,12 @@ def explore(
     def progress(level: int, states: int, transitions: int) -> None:
         print(f"explore: depth {level}/{depth}: {states} states, {transitions} transitions", file=sys.stderr)
 
-    result = ex.explore(the_policy, monitor, sessions, depth, step_limit, families, progress)
+    if invariant is not None:
+        from inboxsim.invariants import REGISTRY
+
+        if invariant not in REGISTRY:
+            raise HarnessError(f"--invariant: unknown invariant {invariant!r} (see `inboxsim invariants`)")
+    result = ex.explore(the_policy, monitor, sessions, depth, step_limit, families, progress, invariant)
     written = None
     if result.violations:
         text, fmt = ex.render_counterexample(result, the_policy)

@@ -464,20 +464,27 @@ def explorer_depth(p: dict[str, Any], inv: str) -> int | None:
     return None
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def _lengths(p: dict[str, Any], inv: str) -> str:
-    """'shrunk to N operations (F faults); explorer: depth D' in words."""
+    """'shortest counterexample N operations (shrunk: ...; explorer: depth D)'."""
     sh = p.get("shrunk", {}).get(inv)
-    parts = []
-    if sh and sh.get("shrunk"):
-        faults = f", {sh['faults']} fault{'s' if sh['faults'] != 1 else ''}" if sh["faults"] else ""
-        parts.append(f"shortest counterexample {sh['operations']} operations{faults}")
     depth = explorer_depth(p, inv)
-    bound = p.get("explore_depth")
+    lengths, parts = [], []
+    if sh and sh.get("shrunk"):
+        lengths.append(sh["operations"])
+        faults = f" + {_plural(sh['faults'], 'fault')}" if sh["faults"] else ""
+        parts.append(f"shrunk: {_plural(sh['operations'], 'operation')}{faults}")
     if depth is not None:
+        lengths.append(depth)
         parts.append(f"explorer: depth {depth}")
     elif inv != "liveness.settles":
-        parts.append(f"explorer: not within depth {bound}")
-    return "; ".join(parts)
+        parts.append(f"explorer: not within depth {p.get('explore_depth')}")
+    if not lengths:
+        return "; ".join(parts)
+    return f"shortest counterexample {_plural(min(lengths), 'operation')} ({'; '.join(parts)})"
 
 
 def _explained(p: dict[str, Any], inv: str) -> str:
@@ -927,8 +934,8 @@ VIOLATION_HEAD = [
     "policy",
     "invariant",
     "seeds",
-    "shortest counterexample (shrunk)",
-    "explorer depth",
+    "shrunk counterexample",
+    "explorer depth (shortest)",
     "message",
 ]
 
@@ -941,8 +948,8 @@ def _violation_rows(doc: dict[str, Any]) -> list[list[str]]:
         for inv, v in r["violations"].items():
             sh = r.get("shrunk", {}).get(inv)
             if sh and sh.get("shrunk"):
-                faults = f" + {sh['faults']} fault(s)" if sh["faults"] else ""
-                shortest = f"{sh['operations']} ops{faults} (seed {sh['seed']})"
+                faults = f" + {_plural(sh['faults'], 'fault')}" if sh["faults"] else ""
+                shortest = f"{_plural(sh['operations'], 'op')}{faults} (seed {sh['seed']})"
                 message = sh["message"]
             else:
                 shortest, message = f"- (seed {v['seed']})", v["message"]

@@ -372,3 +372,19 @@ def test_cli_bad_usage(
     assert cli.main(["explore", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("inboxsim: error:") and err.count("\n") == 1
+
+
+def test_cli_invariant_filter(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    target = tmp_path / "cx.toml"
+    args = ["explore", "--sessions", "1", "--depth", "3", "--policy", "g5", "--json"]
+    code = cli.main([*args, "--invariant", "retry-same-receipt", "--out", str(target)])
+    assert code == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [v["invariant"] for v in doc["violations"]] == ["retry-same-receipt"]
+    assert doc["depth_reached"] == 2
+    # The written file is a regression test: run fails on it while g5 is the policy.
+    assert "expect_violation" not in target.read_text()
+    assert cli.main(["run", str(target)]) == 1
+    capsys.readouterr()
+    assert cli.main([*args, "--invariant", "nope"]) == 2
+    assert "unknown invariant 'nope'" in capsys.readouterr().err
