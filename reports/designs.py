@@ -1048,6 +1048,8 @@ def markdown(doc: dict[str, Any]) -> str:
             if e is not None:
                 out += ["", f"Explorer, depth {e['depth_found']} ({e['claim']}):", "", "```"]
                 out += [*e["steps"], "```"]
+                if e.get("figure"):
+                    out += ["", f"![explorer timeline {r['name']} {inv}]({e['figure']})"]
         for e in r["explore"]:
             if not e["violations"] and e["invariant_filter"] is None:
                 out += ["", f"- **{r['name']}**: no violation; {e['claim']} ({e['states']} states)"]
@@ -1136,6 +1138,8 @@ def html(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
                     f"<p>Explorer, depth {e['depth_found']} ({escape(e['claim'])}):</p>"
                     f"<pre>{escape(chr(10).join(e['steps']))}</pre>"
                 )
+                if e.get("figure") in figures:
+                    p.append(_img(figures[e["figure"]], f"explorer {r['name']} {inv}"))
     head, rows = _metric_rows(doc)
     p.append("<h2>Measured behaviour</h2>" + _table(head, rows))
     for name in sorted(figures):

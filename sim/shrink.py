@@ -425,12 +425,14 @@ def shrink_run(
         table = tomllib.loads(render(steps, None))
         found = minimize_steps(table, policy, target, "<shrink>", max(1, max_runs - runs), left)
         runs += found.runs
-        if found.result is not None:
-            v = _scenario_violation(found.result, target)
+        v = _scenario_violation(found.result, target) if found.result is not None else None
+        if v is not None:
             better = upto_violation(found.result.trace.steps, v)
-            if size_of(better).operations + size_of(better).faults < (
-                decided.operations + decided.faults
-            ) or len(better) < len(steps):
+            new = size_of(better)
+            if (new.operations + new.faults, new.steps) < (
+                decided.operations + decided.faults,
+                decided.steps,
+            ):
                 steps, message = better, v.message
     text = render(steps, target if expect else None)
     verified = verify_scenario(text, target, policy) if verify else None
