@@ -247,6 +247,15 @@ def explore(
         str | None,
         typer.Option("--out", help="Where to write the shortest counterexample (default explore-<policy>.toml)."),
     ] = None,
+    invariant: Annotated[
+        str | None,
+        typer.Option(
+            "--invariant",
+            help="Stop only at a violation of this invariant (the search goes on through others): "
+            "the depth of its shortest counterexample.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Every interleaving of a small world, breadth first, every invariant in every state.
@@ -270,7 +279,12 @@ def explore(
     def progress(level: int, states: int, transitions: int) -> None:
         print(f"explore: depth {level}/{depth}: {states} states, {transitions} transitions", file=sys.stderr)
 
-    result = ex.explore(the_policy, monitor, sessions, depth, step_limit, families, progress)
+    if invariant is not None:
+        from inboxsim.invariants import REGISTRY
+
+        if invariant not in REGISTRY:
+            raise HarnessError(f"--invariant: unknown invariant {invariant!r} (see `inboxsim invariants`)")
+    result = ex.explore(the_policy, monitor, sessions, depth, step_limit, families, progress, invariant)
     written = None
     if result.violations:
         text, fmt = ex.render_counterexample(result, the_policy)
@@ -639,13 +653,24 @@ def shrink(
     ] = 60.0,
     target: TargetOption = "model",
     only_expected: OnlyExpectedOption = False,
+    expect: Annotated[
+        bool,
+        typer.Option(
+            "--expect",
+            help="Write expect_violation: a document of a known counterexample, which "
+            "`inboxsim run` passes while the violation is there (default: a regression "
+            "test, which `inboxsim run` fails until the bug is fixed).",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Shrink a failing seed (or scenario file) to a minimal scenario that fails the same way.
 
-    Reduces the run's decision list (a scenario's steps) while the same
-    invariant is still the first one violated, and writes the minimal run's
-    steps, up to the violation, as a scenario file with expect_violation set.
+    Reduces the run's decision list, then the scenario's steps, while the
+    same invariant is still violated, and writes the minimal run's steps, up
+    to the violation, as a scenario file. By default the file is a
+    regression test: `inboxsim run FILE` fails while the bug is present.
+    With --expect it carries expect_violation and passes instead.
     Exits 1 when a violation was found and the scenario written, 0 when
     there is nothing to shrink (the seed violates nothing).
     """
@@ -669,7 +694,7 @@ def shrink(
         the_policy, options = _sim_inputs(policy or "g4", ops, target, only_expected)
         print(f"shrink: running seed {seed} under {the_policy.name}", file=sys.stderr)
         result = sh.shrink_seed(
-            seed, the_policy, options, max_runs=max_runs, time_limit=time_limit
+            seed, the_policy, options, max_runs=max_runs, time_limit=time_limit, expect=expect
         )
         if result is None:
             if as_json:
@@ -690,7 +715,9 @@ def shrink(
             raise HarnessError(f"--target {target!r} is not available yet: only 'model' is")
         the_policy = load_policy(policy) if policy is not None else None
         print(f"shrink: running scenario {what}", file=sys.stderr)
-        result = sh.shrink_scenario_file(what, the_policy, max_runs=max_runs, time_limit=time_limit)
+        result = sh.shrink_scenario_file(
+            what, the_policy, max_runs=max_runs, time_limit=time_limit, expect=expect
+        )
         if result.invariant is None:
             state = (
                 "passes"
@@ -711,13 +738,14 @@ def shrink(
     except OSError as exc:
         raise HarnessError(f"cannot write {written}: {exc.strerror}") from None
     document["written"] = written
+    document["expect_violation"] = expect
     if as_json:
         _emit_json(document)
     else:
         original, final = document["original"], document["final"]
 
         def line(size: dict[str, Any]) -> str:
-            keys = ("steps", "operations", "faults", "decisions", "scenario_steps")
+            keys = ("operations", "faults", "steps", "decisions", "scenario_steps")
             parts = [f"{size[k]} {k}" for k in keys if k in size]
             return ", ".join(parts)
 
@@ -729,7 +757,16 @@ def shrink(
             typer.echo(f"note: the last step also violates {', '.join(document['also_violated'])}")
         if document.get("verified") is False:
             typer.echo("warning: the written scenario did not reproduce the violation when run")
-        typer.echo(f"wrote {written} (inboxsim run {written} reruns it)")
+        if expect:
+            typer.echo(
+                f"wrote {written}: expects the violation (inboxsim run {written} passes "
+                "while it is there)"
+            )
+        else:
+            typer.echo(
+                f"wrote {written}: a regression test (inboxsim run {written} fails while the "
+                f"bug is present; add --expect to write it as an expected violation)"
+            )
     raise typer.Exit(int(ExitCode.TARGET_FAILED))
 
 

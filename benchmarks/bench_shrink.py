@@ -16,6 +16,15 @@ seconds (detection + shrink), the shrunk run's operations (requests other
 than hello/create) and faults, and Hypothesis / sweep ratios.
 
     python benchmarks/bench_shrink.py [--ops 10] [--budget 300] [--policies g2,c,g5,b] [--json]
+
+``--over-seeds N`` measures the shrinker alone instead: for each policy, the
+first ``N`` seeds (``--ops 100``, the ``shrink`` command's default) whose run
+fails, each shrunk twice -- the decision list only (``steps_phase=False``,
+the shrinker before the step-level phase) and the whole shrinker -- and
+prints the shrunk operations (+ faults) per seed, and their min / median /
+max, before and after.
+
+    python benchmarks/bench_shrink.py --over-seeds 10 --ops 100
 """
 
 from __future__ import annotations
@@ -173,6 +182,71 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x"
 
 
+def over_seeds(policy: str, options: RunOptions, count: int, scan: int = 2000) -> dict[str, Any]:
+    """Shrunk lengths (operations + faults) over the first ``count`` failing seeds."""
+    import statistics
+
+    p = load_policy(policy)
+    rows = []
+    for seed in range(scan):
+        r = run_seed(seed, p, options)
+        if not r.violations:
+            continue
+        inv = str(r.violations[0].invariant)
+        before = shrink_run(r, p, options, verify=False, steps_phase=False)
+        started = time.perf_counter()
+        after = shrink_run(r, p, options, verify=False)
+        rows.append(
+            {
+                "seed": seed,
+                "invariant": inv,
+                "original": before.original.operations + before.original.faults,
+                "before": before.final.operations + before.final.faults,
+                "after": after.final.operations + after.final.faults,
+                "after_s": time.perf_counter() - started,
+            }
+        )
+        if len(rows) == count:
+            break
+
+    def stats(key: str) -> str:
+        values = [row[key] for row in rows]
+        if not values:
+            return "-"
+        return f"{min(values)} / {statistics.median(values):g} / {max(values)}"
+
+    return {
+        "policy": policy,
+        "rows": rows,
+        "before": stats("before"),
+        "after": stats("after"),
+        "original": stats("original"),
+    }
+
+
+def main_over_seeds(args: argparse.Namespace) -> None:
+    options = RunOptions(ops=args.ops)
+    out = [over_seeds(policy, options, args.over_seeds) for policy in args.policies.split(",")]
+    if args.json:
+        print(json.dumps({"ops": args.ops, "policies": out}, indent=2))
+        return
+    print(f"run options: ops={args.ops}; the first {args.over_seeds} failing seeds per policy")
+    print("lengths are operations + faults up to the violation (min / median / max)\n")
+    head = f"{'policy':6} {'original':>14} {'decisions only':>15} {'whole shrinker':>15}"
+    print(head)
+    print("-" * len(head))
+    for doc in out:
+        print(f"{doc['policy']:6} {doc['original']:>14} {doc['before']:>15} {doc['after']:>15}")
+    print()
+    for doc in out:
+        for row in doc["rows"]:
+            print(
+                f"{doc['policy']:6} seed {row['seed']:>4} {row['invariant']:26} "
+                f"{row['original']:>4} -> {row['before']:>2} -> {row['after']:>2} "
+                f"({row['after_s']:.2f} s)"
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ops", type=int, default=10)
@@ -180,7 +254,11 @@ def main() -> None:
     ap.add_argument("--policies", default="g2,c,g5,b")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--zero-is-no", action="store_true", help="Hypothesis side: see ZeroIsNo")
+    ap.add_argument("--over-seeds", type=int, default=0, help="the shrinker alone, see above")
     args = ap.parse_args()
+    if args.over_seeds:
+        main_over_seeds(args)
+        return
     ZERO_IS_NO[0] = args.zero_is_no
     options = RunOptions(ops=args.ops)
     rows = []

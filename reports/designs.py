@@ -9,7 +9,13 @@ policy file) the same seeded sweep and the same bounded exploration are run:
   on), so the measured behaviour covers whole runs for every policy;
 - **exploration**: :func:`inboxsim.sim.explore.explore` with every invariant
   (its first, shortest counterexample), then once per invariant the sweep saw
-  violated, narrowed to that invariant, for its own shortest counterexample.
+  violated, narrowed to that invariant, for its own shortest counterexample
+  and the depth it lies at;
+- **shrinking**: for every invariant the sweep saw violated, its first
+  failing seed is rerun judging that invariant alone and shrunk
+  (:func:`inboxsim.sim.shrink.shrink_run`) to a minimal, readable scenario,
+  written as an expected-violation document, with a timeline plot. Every
+  counterexample the report shows is one of these (never a raw seed).
 
 Measured behaviour is computed from the traces alone (observed events and
 pending inboxes), and traces are compared seed for seed against ``g4`` after
@@ -291,8 +297,9 @@ def _explore_one(policy: Policy, sessions: int, depth: int, only: str | None) ->
         "violations": [ex.violation_wire(v) for v in result.violations],
     }
     if result.violations:
-        text, fmt = ex.render_counterexample(result, policy)
+        text, fmt = ex.render_counterexample(result, policy, expect=True)
         doc["operations"] = result.operations
+        doc["depth_found"] = result.depth_reached
         doc["scenario"] = text
         doc["scenario_format"] = fmt
         doc["steps"] = [
@@ -303,6 +310,64 @@ def _explore_one(policy: Policy, sessions: int, depth: int, only: str | None) ->
         doc["trace"] = [step_wire(s) for s in result.trace]
         doc["_png"] = timeline_png(result.trace, policy.name, result.violations)
     return doc
+
+
+SHRINK_MAX_RUNS = 3_000
+"""Candidate runs the shrinker may try per invariant: a budget in runs, not
+seconds, so the report's counterexamples do not depend on the machine's load
+(g2's took about 1,300 runs). The time limit is only a safety net."""
+SHRINK_TIME_LIMIT = 600.0
+
+
+def _shrink_one(task: PolicyTask, invariant: str, seed: int) -> dict[str, Any]:
+    """The first failing seed of ``invariant``, rerun judging it alone, shrunk."""
+    from ..invariants.monitor import Monitor
+    from ..sim.run import RunOptions, run_seed
+    from ..sim.shrink import shrink_run
+
+    options = RunOptions(ops=task.ops)
+
+    def alone(p: Policy, hello: dict[str, Any]) -> Any:
+        return Monitor(p, hello, invariants=(invariant,))
+
+    started = run_seed(seed, task.policy, options, monitor=alone)
+    if not started.violations or started.violations[0].invariant != invariant:
+        return {"seed": seed, "shrunk": False, "why": "the seed did not fail on it alone"}
+    result = shrink_run(
+        started,
+        task.policy,
+        options,
+        invariant=invariant,
+        only=(invariant,),
+        max_runs=SHRINK_MAX_RUNS,
+        time_limit=SHRINK_TIME_LIMIT,
+        expect=True,
+        name=f"{task.policy.name}-{invariant}",
+        source=f"inboxsim designs: seed {seed} under {task.spec} (--ops {task.ops}), "
+        f"judging {invariant} alone, shrunk",
+    )
+    mark = _Marked(invariant, (len(result.steps) - 1,), result.message)
+    return {
+        "seed": seed,
+        "shrunk": True,
+        "operations": result.final.operations,
+        "faults": result.final.faults,
+        "original_operations": result.original.operations,
+        "message": result.message,
+        "scenario": result.text,
+        "verified": result.verified,
+        "steps": [f"[{s.index}] {s.decision if s.decision else '-'}" for s in result.steps],
+        "_png": timeline_png(result.steps, task.policy.name, [mark]),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _Marked:
+    """A violation as the timeline plot needs it (id and the steps it names)."""
+
+    invariant: str
+    steps: tuple[int, ...]
+    message: str
 
 
 def study_policy(task: PolicyTask) -> dict[str, Any]:
@@ -347,6 +412,11 @@ def study_policy(task: PolicyTask) -> dict[str, Any]:
         if inv in first_found or inv == "liveness.settles":
             continue
         explorations.append(_explore_one(task.policy, task.sessions, task.depth, inv))
+    shrunk = {
+        inv: _shrink_one(task, inv, first[inv]["seed"])
+        for inv in sorted(seeds_violating)
+        if inv != "liveness.settles"  # a bounded prefix never shows it; the sweep's seed stands
+    }
     return {
         "name": task.policy.name,
         "spec": task.spec,
@@ -360,6 +430,8 @@ def study_policy(task: PolicyTask) -> dict[str, Any]:
             inv: {"seeds": seeds_violating[inv], **first[inv]} for inv in sorted(seeds_violating)
         },
         "explore": explorations,
+        "explore_depth": task.depth,
+        "shrunk": shrunk,
         "hashes": hashes,
     }
 
@@ -387,17 +459,46 @@ def _ident(doc: dict[str, Any], name: str) -> str:
     return f"{same[0]} of {same[1]} seeds give identical traces"
 
 
-def _explained(p: dict[str, Any], inv: str) -> str:
+def explorer_depth(p: dict[str, Any], inv: str) -> int | None:
+    """The depth at which the explorer found ``inv`` (None: not within its bound)."""
     for e in p["explore"]:
         for v in e["violations"]:
             if v["invariant"] == inv:
-                return (
-                    f"{inv} (shortest counterexample: {e['operations']} operations: {v['message']})"
-                )
+                return int(e["depth_found"])
+    return None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _lengths(p: dict[str, Any], inv: str) -> str:
+    """'shortest counterexample N operations (shrunk: ...; explorer: depth D)'."""
+    sh = p.get("shrunk", {}).get(inv)
+    depth = explorer_depth(p, inv)
+    lengths, parts = [], []
+    if sh and sh.get("shrunk"):
+        lengths.append(sh["operations"])
+        faults = f" + {_plural(sh['faults'], 'fault')}" if sh["faults"] else ""
+        parts.append(f"shrunk: {_plural(sh['operations'], 'operation')}{faults}")
+    if depth is not None:
+        lengths.append(depth)
+        parts.append(f"explorer: depth {depth}")
+    elif inv != "liveness.settles":
+        parts.append(f"explorer: not within depth {p.get('explore_depth')}")
+    if not lengths:
+        return "; ".join(parts)
+    return f"shortest counterexample {_plural(min(lengths), 'operation')} ({'; '.join(parts)})"
+
+
+def _explained(p: dict[str, Any], inv: str) -> str:
+    sh = p.get("shrunk", {}).get(inv)
     v = p["violations"].get(inv)
-    if v:
-        return f"{inv} (seed {v['seed']}: {v['message']})"
-    return inv
+    message = sh["message"] if sh and sh.get("shrunk") else (v["message"] if v else "")
+    lengths = _lengths(p, inv)
+    if not lengths and not message:
+        return inv
+    return f"{inv} ({lengths}: {message})" if lengths else f"{inv} ({message})"
 
 
 def _v_variant(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
@@ -705,6 +806,11 @@ def build(
             if png is not None:
                 figures[f"timeline-{r['name']}-{k}.png"] = png
                 e["figure"] = f"timeline-{r['name']}-{k}.png"
+        for inv, sh in r["shrunk"].items():
+            png = sh.pop("_png", None)
+            if png is not None:
+                figures[f"shrunk-{r['name']}-{inv}.png"] = png
+                sh["figure"] = f"shrunk-{r['name']}-{inv}.png"
     doc: dict[str, Any] = {
         "options": {"seeds": seeds, "ops": ops, "depth": depth, "sessions": sessions},
         "policies": results,
@@ -828,18 +934,57 @@ def _metric_rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+VIOLATION_HEAD = [
+    "policy",
+    "invariant",
+    "seeds",
+    "shrunk counterexample",
+    "explorer depth (shortest)",
+    "message",
+]
+
+
 def _violation_rows(doc: dict[str, Any]) -> list[list[str]]:
     rows = []
     for r in doc["policies"]:
         if not r["violations"]:
-            rows.append([r["name"], "(none)", "0", "-", "-"])
+            rows.append([r["name"], "(none)", "0", "-", "-", "-"])
         for inv, v in r["violations"].items():
-            ex = next(
-                (e for e in r["explore"] for w in e["violations"] if w["invariant"] == inv), None
+            sh = r.get("shrunk", {}).get(inv)
+            if sh and sh.get("shrunk"):
+                faults = f" + {_plural(sh['faults'], 'fault')}" if sh["faults"] else ""
+                shortest = f"{_plural(sh['operations'], 'op')}{faults} (seed {sh['seed']})"
+                message = sh["message"]
+            else:
+                shortest, message = f"- (seed {v['seed']})", v["message"]
+            depth = explorer_depth(r, inv)
+            found = (
+                str(depth)
+                if depth is not None
+                else (
+                    "not judged (liveness)"
+                    if inv == "liveness.settles"
+                    else f"> {r.get('explore_depth')}"
+                )
             )
-            shortest = f"{ex['operations']} ops" if ex else "not within the bound"
-            rows.append([r["name"], inv, f"{v['seeds']}/{r['seeds']}", shortest, v["message"]])
+            rows.append([r["name"], inv, f"{v['seeds']}/{r['seeds']}", shortest, found, message])
     return rows
+
+
+def design_lines(doc: dict[str, Any]) -> list[str]:
+    """One line per design: what it breaks, how short, where the explorer found it."""
+    lines = []
+    for r in doc["policies"]:
+        broken = [i for i in r["violations"] if i != "liveness.settles"]
+        if not broken:
+            claim = r["explore"][0]["claim"] if r["explore"] else "not explored"
+            lines.append(
+                f"{r['name']}: breaks no invariant ({r['seeds']} seeds; {claim}, "
+                f"{r['explore'][0]['states'] if r['explore'] else 0} states)"
+            )
+            continue
+        lines.append(f"{r['name']}: breaks " + "; ".join(f"{i} ({_lengths(r, i)})" for i in broken))
+    return lines
 
 
 def markdown(doc: dict[str, Any]) -> str:
@@ -865,42 +1010,58 @@ def markdown(doc: dict[str, Any]) -> str:
             f"**Verdict.** {q['verdict']}",
             "",
         ]
+    out += ["## Per design", ""]
+    out += [f"- {line}" for line in design_lines(doc)]
     out += [
+        "",
         "## Invariants broken",
         "",
-        "| policy | invariant | seeds | shortest | first message |",
-        "| --- | --- | --- | --- | --- |",
+        "| " + " | ".join(VIOLATION_HEAD) + " |",
+        "|" + " --- |" * len(VIOLATION_HEAD),
     ]
     out += [
         "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in _violation_rows(doc)
     ]
-    out += ["", "## Shortest counterexamples (explorer)", ""]
+    out += [
+        "",
+        "## Counterexamples",
+        "",
+        "Each is the first failing seed of the sweep, rerun judging that invariant alone and "
+        "shrunk; the file expects the violation (`inboxsim run FILE` passes while it is there), "
+        "and the explorer's shortest path to the same invariant follows it.",
+    ]
     for r in doc["policies"]:
-        for e in r["explore"]:
-            if not e["violations"]:
-                if e["invariant_filter"] is None:
-                    out += [f"- **{r['name']}**: no violation; {e['claim']} ({e['states']} states)"]
+        for inv, sh in r.get("shrunk", {}).items():
+            if not sh.get("shrunk"):
                 continue
-            v = e["violations"][0]
             out += [
                 "",
-                f"### {r['name']}: {v['invariant']} ({e['operations']} operations)",
+                f"### {r['name']}: {inv} ({_lengths(r, inv)})",
                 "",
-                v["message"],
-                "",
-                "```",
-                *e["steps"],
-                "```",
+                sh["message"],
                 "",
                 "```toml",
-                e["scenario"].rstrip(),
+                sh["scenario"].rstrip(),
                 "```",
             ]
+            if sh.get("figure"):
+                out += ["", f"![timeline {r['name']} {inv}]({sh['figure']})"]
+            e = next(
+                (e for e in r["explore"] for w in e["violations"] if w["invariant"] == inv), None
+            )
+            if e is not None:
+                out += ["", f"Explorer, depth {e['depth_found']} ({e['claim']}):", "", "```"]
+                out += [*e["steps"], "```"]
+                if e.get("figure"):
+                    out += ["", f"![explorer timeline {r['name']} {inv}]({e['figure']})"]
+        for e in r["explore"]:
+            if not e["violations"] and e["invariant_filter"] is None:
+                out += ["", f"- **{r['name']}**: no violation; {e['claim']} ({e['states']} states)"]
         for inv, v in r["violations"].items():
-            if not any(w["invariant"] == inv for e in r["explore"] for w in e["violations"]):
+            if inv == "liveness.settles" or not r.get("shrunk", {}).get(inv, {}).get("shrunk"):
                 out += [
-                    f"- **{r['name']}** {inv}: not found within the exploration bound; first failing seed "
-                    f"{v['seed']} (`{v['replay']}`): {v['message']}"
+                    f"- **{r['name']}** {inv}: first failing seed {v['seed']} "
+                    f"(`{v['replay']}`): {v['message']}"
                 ]
     head, rows = _metric_rows(doc)
     out += [
@@ -955,29 +1116,38 @@ def html(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
             f"<h3>{escape(q['title'])}</h3><p><i>{escape(q['source'])}; policies: "
             f"{escape(', '.join(q['policies']))}</i></p><p class=verdict>{escape(q['verdict'])}</p>"
         )
-    p.append("<h2>Invariants broken</h2>")
+    p.append("<h2>Per design</h2><ul>")
+    p += [f"<li>{escape(line)}</li>" for line in design_lines(doc)]
+    p.append("</ul><h2>Invariants broken</h2>")
+    p.append(_table(VIOLATION_HEAD, _violation_rows(doc)))
     p.append(
-        _table(["policy", "invariant", "seeds", "shortest", "first message"], _violation_rows(doc))
+        "<h2>Counterexamples</h2><p>Each is the first failing seed, rerun judging that invariant "
+        "alone and shrunk; then the explorer's shortest path to the same invariant.</p>"
     )
-    p.append("<h2>Shortest counterexamples</h2>")
     for r in doc["policies"]:
-        for e in r["explore"]:
-            if not e["violations"]:
+        for inv, sh in r.get("shrunk", {}).items():
+            if not sh.get("shrunk"):
                 continue
-            v = e["violations"][0]
             p.append(
-                f"<h3>{escape(r['name'])}: {escape(v['invariant'])} ({e['operations']} operations)</h3>"
-                f"<p>{escape(v['message'])}</p><pre>{escape(chr(10).join(e['steps']))}</pre>"
+                f"<h3>{escape(r['name'])}: {escape(inv)} ({escape(_lengths(r, inv))})</h3>"
+                f"<p>{escape(sh['message'])}</p><pre>{escape(sh['scenario'])}</pre>"
             )
-            if e.get("figure") in figures:
-                p.append(_img(figures[e["figure"]], f"timeline {r['name']} {v['invariant']}"))
-            p.append(
-                f"<details><summary>scenario file</summary><pre>{escape(e['scenario'])}</pre></details>"
+            if sh.get("figure") in figures:
+                p.append(_img(figures[sh["figure"]], f"timeline {r['name']} {inv}"))
+            e = next(
+                (e for e in r["explore"] for w in e["violations"] if w["invariant"] == inv), None
             )
+            if e is not None:
+                p.append(
+                    f"<p>Explorer, depth {e['depth_found']} ({escape(e['claim'])}):</p>"
+                    f"<pre>{escape(chr(10).join(e['steps']))}</pre>"
+                )
+                if e.get("figure") in figures:
+                    p.append(_img(figures[e["figure"]], f"explorer {r['name']} {inv}"))
     head, rows = _metric_rows(doc)
     p.append("<h2>Measured behaviour</h2>" + _table(head, rows))
     for name in sorted(figures):
-        if not name.startswith("timeline-"):
+        if not name.startswith(("timeline-", "shrunk-")):
             p.append(_img(figures[name], name))
     p.append("</body></html>\n")
     return "\n".join(p)
@@ -991,6 +1161,8 @@ def write(doc: dict[str, Any], figures: dict[str, bytes], out: Path) -> list[Pat
     paths[2].write_text(
         json.dumps(doc, indent=2, sort_keys=True, default=list) + "\n", encoding="utf-8"
     )
+    for name, png in sorted(figures.items()):  # designs.md links to them
+        (out / name).write_bytes(png)
     return paths
 
 

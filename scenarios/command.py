@@ -131,12 +131,13 @@ def table(results: Sequence[ScenarioResult], checked: bool) -> list[str]:
     pwidth = max((len(r.policy) for r in results), default=6)
     lines = [f"{'scenario':<{width}}  {'policy':<{pwidth}}  {'steps':>5}  result"]
     for r in results:
-        verdict = "pass" if r.passed else f"FAIL ({len(r.failures)})"
-        lines.append(f"{r.name:<{width}}  {r.policy:<{pwidth}}  {r.steps_run:>5}  {verdict}")
+        lines.append(f"{r.name:<{width}}  {r.policy:<{pwidth}}  {r.steps_run:>5}  {r.verdict}")
     for r in results:
         for failure in r.failures:
             lines.append(f"{r.name}: {failure}")
     passed = sum(r.passed for r in results)
+    expected = sum(r.passed and r.expected_violation is not None for r in results)
     note = "" if checked else " (invariant checkers not available: expectations only)"
-    lines.append(f"{passed} passed, {len(results) - passed} failed{note}")
+    also = f" ({expected} of them by an expected violation)" if expected else ""
+    lines.append(f"{passed} passed{also}, {len(results) - passed} failed{note}")
     return lines

@@ -65,10 +65,21 @@ class ScenarioResult:
     violations: tuple[Any, ...] = field(default=())
     exercised: tuple[str, ...] = ()  # the invariants the run reached a step to judge
     seconds: float = field(default=0.0, compare=False)  # wall time (reporting only)
+    expected_violation: str | None = None  # the file's expect_violation
 
     @property
     def passed(self) -> bool:
         return not self.failures
+
+    @property
+    def verdict(self) -> str:
+        """The result in words; a pass that rests on an expected violation
+        says so (such a file documents a bug, it does not test for its absence)."""
+        if not self.passed:
+            return f"FAIL ({len(self.failures)})"
+        if self.expected_violation is not None:
+            return f"pass (violates {self.expected_violation}, as expected)"
+        return "pass"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +87,7 @@ class ScenarioResult:
             "file": self.origin,
             "policy": self.policy,
             "passed": self.passed,
+            "expect_violation": self.expected_violation,
             "steps": self.steps_run,
             "trace_hash": self.trace_hash,
             "invariants_checked": self.invariants_checked,
@@ -238,6 +250,7 @@ def execute(
         steps_run,
         tuple(run.violations),
         tuple(sorted(getattr(monitor, "exercised", ()))),
+        expected_violation=scenario.expect_violation,
     )
 
 

@@ -95,10 +95,11 @@ class ShrinkResult:
     invariant: str
     message: str
     original: Size
-    final: Size
+    final: Size  # the written scenario
+    decided: Size  # the decisions' replay, before the step-level phase
     original_decisions: int
     final_decisions: int
-    decisions: tuple[int, ...]
+    decisions: tuple[int, ...]  # replays to a run of size ``decided``
     steps: tuple[Step, ...]  # the minimal trace, up to the violation
     runs: int
     seconds: float
@@ -114,7 +115,8 @@ class ShrinkResult:
             "replay_ops": self.ops,
             "message": self.message,
             "original": {**self.original.to_dict(), "decisions": self.original_decisions},
-            "final": {**self.final.to_dict(), "decisions": self.final_decisions},
+            "final": self.final.to_dict(),
+            "decisions": {**self.decided.to_dict(), "decisions": self.final_decisions},
             "runs": self.runs,
             "seconds": round(self.seconds, 3),
             "verified": self.verified,
@@ -292,6 +294,17 @@ def _lower_pass(s: _Search) -> bool:
 # --- seeds ------------------------------------------------------------------------
 
 
+def _narrowed(
+    only: tuple[str, ...], only_expected: bool
+) -> Callable[[Policy, dict[str, Any]], Any]:
+    from ..invariants import Monitor
+
+    def build(policy: Policy, hello: dict[str, Any]) -> Any:
+        return Monitor(policy, hello, only_expected, invariants=only)
+
+    return build
+
+
 def first_violation(result: RunResult) -> Any | None:
     return result.violations[0] if result.violations else None
 
@@ -307,11 +320,25 @@ def shrink_run(
     name: str | None = None,
     source: str | None = None,
     verify: bool = True,
+    expect: bool = False,
+    steps_phase: bool = True,
+    only: tuple[str, ...] | None = None,
     **run_kw: Any,
 ) -> ShrinkResult:
     """Shrink a failing run (any run: a seed's, a replayed one, one Hypothesis
     drove) to a minimal decision list whose first violation is ``invariant``
-    (default: the run's own first one)."""
+    (default: the run's own first one), then the rendered scenario's steps
+    (:func:`minimize_steps`; ``steps_phase=False`` skips it).
+
+    The file is written as a regression test: without ``expect_violation``,
+    so ``inboxsim run`` on it fails while the bug is there and passes once
+    it is fixed. ``expect=True`` writes ``expect_violation`` instead (a
+    document of a design's known counterexample: it passes while the
+    violation is there).
+
+    ``only``: judge only these invariants (the default checkers), so that an
+    invariant another one usually precedes can be the run's first violation
+    and be shrunk on its own."""
     started = time.perf_counter()
     first = first_violation(result)
     if first is None:
@@ -329,9 +356,10 @@ def shrink_run(
     # so the result still replays under ``options``.
     cap = [_actions_needed(result, options)]
     marks: dict[tuple[int, ...], tuple[int, ...]] = {}
-    build_monitor, _ = checkers.monitor_for(
-        run_kw.pop("checkers_module", None), options.only_expected
-    )
+    custom_checkers = run_kw.pop("checkers_module", None)
+    build_monitor, _ = checkers.monitor_for(custom_checkers, options.only_expected)
+    if only is not None and custom_checkers is None:
+        build_monitor = _narrowed(only, options.only_expected)
 
     def test(cand: tuple[Any, ...]) -> tuple[Key, tuple[Any, ...]] | None:
         ch = replayer(cand)
@@ -370,26 +398,55 @@ def shrink_run(
     violation = first_violation(final)
     assert violation is not None  # every kept candidate failed
     steps = upto_violation(final.trace.steps, violation)
+    decided = size_of(steps)
+    message = violation.message
     from ..scenarios.render import write_scenario
 
-    text = write_scenario(
-        steps,
-        policy,
-        name=name or f"shrunk-{policy.name}-{target}",
-        source=source or "inboxsim shrink: a minimal failing run",
-        expect_violation=target,
-    )
+    def render(steps: Sequence[Step], expect_violation: str | None) -> str:
+        return write_scenario(
+            steps,
+            policy,
+            name=name or f"shrunk-{policy.name}-{target}",
+            source=source or "inboxsim shrink: a minimal failing run",
+            expect_violation=expect_violation,
+        )
+
+    runs = search.runs
+    # The scenario runner judges with the default checkers on the model: the
+    # step phase applies only when the run was judged the same way.
+    same_judge = run_kw.get("target") is None and custom_checkers is None
+    if steps_phase and same_judge and not options.only_expected and not search.spent():
+        # The decision list cannot drop a step whose decisions also steer
+        # later draws (a session index, a family pick); the scenario's steps
+        # can. The judge: running the scenario still violates ``target``.
+        import tomllib
+
+        left = max(0.0, search.deadline - time.perf_counter())
+        table = tomllib.loads(render(steps, None))
+        found = minimize_steps(table, policy, target, "<shrink>", max(1, max_runs - runs), left)
+        runs += found.runs
+        v = _scenario_violation(found.result, target) if found.result is not None else None
+        if v is not None:
+            better = upto_violation(found.result.trace.steps, v)
+            new = size_of(better)
+            if (new.operations + new.faults, new.steps) < (
+                decided.operations + decided.faults,
+                decided.steps,
+            ):
+                steps, message = better, v.message
+    text = render(steps, target if expect else None)
     verified = verify_scenario(text, target, policy) if verify else None
     return ShrinkResult(
         invariant=target,
-        message=violation.message,
+        message=message,
         original=size_of(upto_violation(result.trace.steps, first)),
         final=size_of(steps),
+        decided=decided,
         original_decisions=len(result.decisions),
         final_decisions=len(final.decisions),
         decisions=final.decisions,
         steps=steps,
-        runs=search.runs,
+        runs=runs,
         seconds=time.perf_counter() - started,
         text=text,
         verified=verified,
@@ -412,7 +469,9 @@ def shrink_seed(
 
 def verify_scenario(text: str, invariant: str, policy: Policy | None = None) -> bool:
     """The scenario ``text`` loads, and running it violates ``invariant``
-    (and no expectation of it fails)."""
+    (and no expectation of it fails). Holds for both forms: a regression
+    test (that fails, on ``invariant`` only) and an ``expect_violation``
+    document (that passes)."""
     from ..scenarios.load import load_text
     from ..scenarios.runner import run_scenario
 
@@ -474,16 +533,18 @@ def shrink_scenario_file(
     *,
     max_runs: int = 5_000,
     time_limit: float = DEFAULT_TIME_LIMIT,
+    expect: bool = False,
 ) -> ScenarioShrink:
     """Shrink a scenario file that violates an invariant (or that expects
-    one): delete steps, drop crash_at, now and optional fields, while the
-    scenario (expectations stripped) still violates the same invariant."""
+    one): delete steps, simplify answers, drop crash_at, now and optional
+    fields, while the scenario (expectations stripped) still violates the
+    same invariant. ``expect``: write ``expect_violation`` (see
+    :func:`shrink_run`)."""
     import tomllib
 
-    from ..scenarios.load import LoadedScenario, load_scenario, resolve_policy
+    from ..scenarios.load import load_scenario, resolve_policy
     from ..scenarios.render import write_scenario
     from ..scenarios.runner import run_scenario
-    from ..scenarios.schema import Scenario
 
     started = time.perf_counter()
     loaded = load_scenario(path)
@@ -509,6 +570,59 @@ def shrink_scenario_file(
         )
     with open(path, "rb") as handle:
         table = tomllib.load(handle)
+    found = minimize_steps(table, chosen, target, loaded.origin, max_runs, time_limit)
+    final_run = found.result if found.result is not None else first_run
+    violation = _scenario_violation(final_run, target)
+    steps = upto_violation(final_run.trace.steps, violation)
+    text = write_scenario(
+        steps,
+        chosen,
+        name=f"{loaded.scenario.name}-min",
+        source=f"inboxsim shrink {path}: minimal steps violating {target}",
+        step_limit=loaded.scenario.step_limit,
+        expect_violation=target if expect else None,
+    )
+    verified = verify_scenario(text, target, chosen)
+    return ScenarioShrink(
+        target,
+        n_steps,
+        found.steps,
+        size_of(upto_violation(first_run.trace.steps, _scenario_violation(first_run, target))),
+        size_of(steps),
+        found.runs + 1,
+        time.perf_counter() - started,
+        text,
+        first_run.passed,
+        verified,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Minimized:
+    steps: int  # scenario steps of the minimal candidate
+    result: Any  # its ScenarioResult (None: the start did not fail, nothing kept)
+    runs: int
+
+
+def minimize_steps(
+    table: dict[str, Any],
+    policy: Policy,
+    target: str,
+    origin: str,
+    max_runs: int,
+    time_limit: float,
+) -> _Minimized:
+    """The step-level passes over a parsed scenario table: delete chunks of
+    steps, then any two steps together (a ``create`` and the one request
+    that uses its session are rarely neighbours), simplify each answer's
+    ``finish`` to ``stop`` and drop ``crash_at``, ``now`` and optional fields,
+    as long as running the candidate (expectations stripped) still violates
+    ``target``. Every kept edit is strictly smaller under the order
+    (operations + faults, steps, fields, text), so the loop ends."""
+    from ..scenarios.load import LoadedScenario
+    from ..scenarios.runner import run_scenario
+    from ..scenarios.schema import Scenario
+
     header = {
         k: v for k, v in table.items() if k not in ("step", "expect_violation", "planted_bug")
     }
@@ -524,8 +638,8 @@ def shrink_scenario_file(
         doc = dict(header)
         doc["step"] = [{k: _thaw(v) for k, v in s} for s in cand]
         try:
-            return LoadedScenario(Scenario.model_validate(doc), loaded.origin)
-        except Exception:
+            return LoadedScenario(Scenario.model_validate(doc), origin)
+        except Exception:  # an edit the schema refuses is just not a candidate
             return None
 
     def key_of(cand: tuple[Any, ...], r: Any) -> Key:
@@ -536,7 +650,7 @@ def shrink_scenario_file(
         sc = build(cand)
         if sc is None:
             return None
-        r = run_scenario(sc, chosen)
+        r = run_scenario(sc, policy)
         if _scenario_violation(r, target) is None:
             return None
         results[cand] = r
@@ -544,41 +658,48 @@ def shrink_scenario_file(
 
     start = test(steps0)
     if start is None:  # the stripped expectations mattered; shrink nothing
-        start_key: Key = (float("inf"),)
-    else:
-        start_key = start[0]
-    search = _Search(test, steps0, start_key, max_runs, time_limit)
+        return _Minimized(len(steps0), None, 1)
+    search = _Search(test, steps0, start[0], max_runs, time_limit)
     search.runs = 1
-    while start is not None and not search.spent():
+    while not search.spent():
         improved = _delete_pass(search)
+        improved = _pair_pass(search) or improved
+        improved = _answer_pass(search) or improved
         improved = _field_pass(search) or improved
         if not improved:
             break
-    final_cand = search.cur
-    final_run = results.get(final_cand, first_run)
-    violation = _scenario_violation(final_run, target)
-    steps = upto_violation(final_run.trace.steps, violation)
-    text = write_scenario(
-        steps,
-        chosen,
-        name=f"{loaded.scenario.name}-min",
-        source=f"inboxsim shrink {path}: minimal steps violating {target}",
-        step_limit=loaded.scenario.step_limit,
-        expect_violation=target,
-    )
-    verified = verify_scenario(text, target, chosen)
-    return ScenarioShrink(
-        target,
-        n_steps,
-        len(final_cand),
-        size_of(upto_violation(first_run.trace.steps, _scenario_violation(first_run, target))),
-        size_of(steps),
-        search.runs,
-        time.perf_counter() - started,
-        text,
-        first_run.passed,
-        verified,
-    )
+    return _Minimized(len(search.cur), results[search.cur], search.runs)
+
+
+def _pair_pass(s: _Search) -> bool:
+    """Delete two steps at once, anywhere (last pairs first)."""
+    improved = False
+    j = len(s.cur) - 1
+    while j >= 1 and not s.spent():
+        i = j - 1
+        while i >= 0 and not s.spent():
+            cur = s.cur
+            if j < len(cur) and s.attempt(cur[:i] + cur[i + 1 : j] + cur[j + 1 :]):
+                improved = True
+                break
+            i -= 1
+        j = min(j - 1, len(s.cur) - 1)
+    return improved
+
+
+def _answer_pass(s: _Search) -> bool:
+    """An answer's ``finish`` simplified to ``stop`` (the plainest answer)."""
+    improved = False
+    for i in range(len(s.cur) - 1, -1, -1):
+        cur = s.cur
+        if i >= len(cur):
+            continue
+        step = dict(cur[i])
+        if step.get("op") == "answer" and step.get("finish") not in (None, "stop"):
+            step["finish"] = "stop"
+            cand_step = tuple(sorted(step.items()))
+            improved = s.attempt(cur[:i] + (cand_step,) + cur[i + 1 :]) or improved
+    return improved
 
 
 def _field_pass(s: _Search) -> bool:

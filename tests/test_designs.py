@@ -106,3 +106,76 @@ def test_custom_policy_file_accepted(tmp_path: Path) -> None:
 def test_bad_usage_exits_2(tmp_path: Path) -> None:
     assert cli.main(["designs", "--policies", "nope", "--out", str(tmp_path)]) == 2
     assert cli.main(["designs", "--seeds", "0", "--out", str(tmp_path)]) == 2
+
+
+def test_every_counterexample_is_a_shrunk_scenario(report: tuple[Path, dict]) -> None:
+    """No raw seed stands as a counterexample: each broken invariant has a
+    shrunk scenario (that expects the violation and reproduces it), a
+    timeline plot, and the explorer's depth."""
+    from inboxsim.scenarios.load import load_text
+    from inboxsim.scenarios.runner import run_scenario
+
+    out, doc = report
+    seen = 0
+    for p in doc["policies"]:
+        for inv in p["violations"]:
+            if inv == "liveness.settles":
+                continue
+            sh = p["shrunk"][inv]
+            assert sh["shrunk"] and sh["verified"], (p["name"], inv)
+            assert sh["operations"] <= 6
+            loaded = load_text(sh["scenario"])
+            assert loaded.scenario.expect_violation == inv
+            assert run_scenario(loaded).passed
+            assert (out / sh["figure"]).stat().st_size > 0
+            assert ds.explorer_depth(p, inv) is not None
+            seen += 1
+    assert seen >= 1
+    md = (out / "designs.md").read_text()
+    assert "## Per design" in md and "explorer: depth" in md
+    assert "c-merged: breaks no invariant" in md
+
+
+@pytest.mark.parametrize(
+    ("policy", "invariant", "depth"),
+    [("b", "receipt-reflects-request", 1), ("c", "queue-fifo", 2)],
+)
+def test_counterexamples_once_only_raw_seeds_are_shrunk_and_explored(
+    policy: str, invariant: str, depth: int
+) -> None:
+    """b's receipt-reflects-request and c's queue-fifo (which c's sweep sees
+    after shared-admission-order): shrunk alone, and found by the explorer."""
+    from inboxsim.sim.run import RunOptions, run_seed
+
+    seed = next(
+        s
+        for s in range(300)
+        if invariant
+        in {v.invariant for v in run_seed(s, PRESETS[policy], RunOptions(ops=60)).violations}
+        or _violates_alone(policy, invariant, s)
+    )
+    task = ds.PolicyTask(policy, PRESETS[policy], 1, 60, 1, depth)
+    sh = ds._shrink_one(task, invariant, seed)
+    assert sh["shrunk"] and sh["verified"] and sh["operations"] <= 3
+    explored = ds._explore_one(PRESETS[policy], 1, depth, invariant)
+    assert explored["violations"][0]["invariant"] == invariant
+    assert explored["depth_found"] <= depth
+
+
+def _violates_alone(policy: str, invariant: str, seed: int) -> bool:
+    from inboxsim.invariants.monitor import Monitor
+    from inboxsim.sim.run import RunOptions, run_seed
+
+    def alone(p: object, hello: dict) -> Monitor:
+        return Monitor(p, hello, invariants=(invariant,))  # type: ignore[arg-type]
+
+    return bool(run_seed(seed, PRESETS[policy], RunOptions(ops=60), monitor=alone).violations)
+
+
+def test_shrunk_counterexample_is_deterministic() -> None:
+    """The shrink budget is in runs, so two reports give the same scenario."""
+    task = ds.PolicyTask("g2", PRESETS["g2"], 1, 60, 1, 0)
+    seed = next(s for s in range(300) if _violates_alone("g2", "monotonic-visible-time", s))
+    one = ds._shrink_one(task, "monotonic-visible-time", seed)
+    two = ds._shrink_one(task, "monotonic-visible-time", seed)
+    assert one["scenario"] == two["scenario"] and one["operations"] <= 6

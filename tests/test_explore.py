@@ -160,8 +160,10 @@ def test_alphabet_covers_the_brief() -> None:
         "prompt(s1,s1.i1,steer)",
         "prompt(s1,s1.i1,queue)",
         "synthetic(s1,s1.i1,steer)",
+        "synthetic(s1,s1.i1,queue)",
         "retry(s1,s1.i1)",
         "conflict(s1,s1.i1)",
+        "conflict(s1,s1.i1,queue)",
         "compact(s1)",
         "interrupt(s1)",
         "resume(s1)",
@@ -243,6 +245,70 @@ def test_c_breaks_shared_admission_order() -> None:
     assert result.violations[0].invariant == "shared-admission-order"
 
 
+# Each policy that breaks an invariant: shrink a failing seed for that
+# invariant, then the explorer (one session, stopping only at that invariant)
+# finds it at a depth no larger than the shrunk scenario's operations.
+BROKEN = [
+    ("g2", "monotonic-visible-time"),
+    ("c", "shared-admission-order"),
+    ("c", "queue-fifo"),
+    ("b", "receipt-reflects-request"),
+    ("g5", "retry-same-receipt"),
+    ("g5", "conflict-rejected"),
+    ("g5", "barrier-blocks-promotion"),
+]
+
+
+def _shrunk_ops(policy: str, invariant: str) -> int:
+    from inboxsim.sim.run import RunOptions, run_seed
+    from inboxsim.sim.shrink import shrink_run
+
+    options = RunOptions(ops=100)
+    for seed in range(400):
+        run = run_seed(seed, PRESETS[policy], options)
+        if invariant in {v.invariant for v in run.violations}:
+            shrunk = shrink_run(run, PRESETS[policy], options, invariant=invariant, verify=False)
+            return shrunk.final.operations
+    raise AssertionError(f"no seed below 400 violates {invariant} under {policy}")
+
+
+@pytest.mark.parametrize(("policy", "invariant"), BROKEN)
+def test_explorer_finds_each_broken_invariant_no_deeper_than_shrink(
+    policy: str, invariant: str
+) -> None:
+    monitor, _ = _registry()
+    bound = _shrunk_ops(policy, invariant)
+    result = ex.explore(PRESETS[policy], monitor, sessions=1, depth=bound, invariant=invariant)
+    assert [v.invariant for v in result.violations][:1] == [invariant]
+    assert result.depth_reached <= bound
+    assert result.operations == result.depth_reached
+    # The same policy's fix (g4) keeps it at that bound.
+    held = ex.explore(PRESETS["g4"], monitor, sessions=1, depth=result.depth_reached)
+    assert not held.violations
+
+
+def test_b_synthetic_queue_request_is_one_operation() -> None:
+    """The alphabet's synthetic queue delivery: b admits it as a steer."""
+    monitor, _ = _registry()
+    result = ex.explore(PRESETS["b"], monitor, sessions=1, depth=1)
+    assert [v.invariant for v in result.violations] == ["receipt-reflects-request"]
+    assert _ops(result) == ["synthetic(s1,s1.i1,queue)"]
+    without = ex.explore(
+        PRESETS["b"], monitor, sessions=1, depth=2, alphabet=ex.FULL - {"synthetic_queue"}
+    )
+    assert not without.violations
+
+
+def test_invariant_filter_skips_other_violations() -> None:
+    """Stopping only at one invariant goes on through the others."""
+    monitor, _ = _registry()
+    first = ex.explore(PRESETS["g5"], monitor, sessions=1, depth=3)
+    assert first.violations and first.violations[0].invariant != "retry-same-receipt"
+    target = ex.explore(PRESETS["g5"], monitor, sessions=1, depth=3, invariant="retry-same-receipt")
+    assert [v.invariant for v in target.violations] == ["retry-same-receipt"]
+    assert target.depth_reached >= first.depth_reached
+
+
 def test_g4_holds_at_the_default_bound() -> None:
     monitor, _ = _registry()
     result = ex.explore(PRESETS["g4"], monitor)
@@ -306,3 +372,19 @@ def test_cli_bad_usage(
     assert cli.main(["explore", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("inboxsim: error:") and err.count("\n") == 1
+
+
+def test_cli_invariant_filter(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    target = tmp_path / "cx.toml"
+    args = ["explore", "--sessions", "1", "--depth", "3", "--policy", "g5", "--json"]
+    code = cli.main([*args, "--invariant", "retry-same-receipt", "--out", str(target)])
+    assert code == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [v["invariant"] for v in doc["violations"]] == ["retry-same-receipt"]
+    assert doc["depth_reached"] == 2
+    # The written file is a regression test: run fails on it while g5 is the policy.
+    assert "expect_violation" not in target.read_text()
+    assert cli.main(["run", str(target)]) == 1
+    capsys.readouterr()
+    assert cli.main([*args, "--invariant", "nope"]) == 2
+    assert "unknown invariant 'nope'" in capsys.readouterr().err

@@ -42,6 +42,10 @@ def _without_expectation(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.startswith("expect_violation"))
 
 
+def _ops(text: str) -> list[str]:
+    return [s.op for s in load_text(text).scenario.step if s.op not in (None, "create")]
+
+
 @pytest.mark.parametrize(
     ("policy", "invariant"),
     [("g2", "monotonic-visible-time"), ("c", "shared-admission-order")],
@@ -53,18 +57,17 @@ def test_shrunk_seed_is_a_small_scenario_failing_the_same_way(policy: str, invar
     assert result.final.operations < result.original.operations or result.original.operations <= 6
     assert result.final_decisions <= result.original_decisions
     assert result.verified is True
-    # The written file loads, is a regression test by itself (it expects the
-    # violation, so it passes), and without that expectation it fails on it.
+    # The written file loads and is a regression test: it fails, on that
+    # invariant, while the bug is there.
     loaded = load_text(result.text, "<shrunk>")
-    assert loaded.scenario.expect_violation == invariant
+    assert loaded.scenario.expect_violation is None
     assert loaded.scenario.policy == policy
-    ops = [s for s in loaded.scenario.step if s.op not in (None, "create")]
-    assert len(ops) == result.final.operations
+    assert len(_ops(result.text)) == result.final.operations
     ran = run_scenario(loaded)
-    assert invariant in {v.invariant for v in ran.violations}
-    bare = run_scenario(load_text(_without_expectation(result.text), "<bare>"))
-    assert not bare.passed
-    assert invariant in {f.invariant for f in bare.failures}
+    assert not ran.passed
+    assert invariant in {f.invariant for f in ran.failures}
+    # ... and passes under a policy that keeps the invariant (g4).
+    assert run_scenario(loaded, load_policy("g4")).passed
 
 
 @pytest.mark.parametrize(
@@ -79,15 +82,42 @@ def test_shrunk_seed_is_a_small_scenario_failing_the_same_way(policy: str, invar
 def test_other_planted_bugs_shrink_to_a_few_operations(policy: str, invariant: str) -> None:
     _, result = shrunk(policy, invariant)
     assert result.invariant == invariant
-    assert result.final.operations <= 7, result.text
+    assert result.final.operations <= 3, result.text
     assert result.verified is True
+
+
+def test_step_phase_removes_what_the_decision_list_cannot() -> None:
+    """g5 seed 38: the decision list keeps a create and a resume of a second
+    session (their draws steer later picks); the step phase drops them,
+    and turns two answers and two queued prompts into nothing."""
+    policy = load_policy("g5")
+    without = shrink_seed(38, policy, OPTIONS, steps_phase=False)
+    with_steps = shrink_seed(38, policy, OPTIONS)
+    assert without is not None and with_steps is not None
+    assert without.invariant == with_steps.invariant == "barrier-blocks-promotion"
+    assert with_steps.decided == without.final
+    assert with_steps.final.operations < without.final.operations
+    assert _ops(with_steps.text) == ["prompt", "compact"]
+    assert with_steps.verified is True
+
+
+def test_expect_writes_an_expected_violation_document() -> None:
+    seed = first_failing_seed("c", "shared-admission-order")
+    result = shrink_seed(seed, load_policy("c"), OPTIONS, expect=True)
+    assert result is not None and result.verified is True
+    loaded = load_text(result.text)
+    assert loaded.scenario.expect_violation == "shared-admission-order"
+    ran = run_scenario(loaded)
+    assert ran.passed and ran.verdict == "pass (violates shared-admission-order, as expected)"
+    bare = run_scenario(load_text(_without_expectation(result.text)))
+    assert not bare.passed and bare.verdict.startswith("FAIL")
 
 
 def test_shrunk_decisions_replay_to_the_same_violation() -> None:
     _, result = shrunk("g2", "monotonic-visible-time")
     again = run_decisions(result.decisions, load_policy("g2"), RunOptions(ops=result.ops))
     assert again.violations[0].invariant == "monotonic-visible-time"
-    assert size_of(again.trace.steps) == result.final
+    assert size_of(again.trace.steps) == result.decided
 
 
 def test_shrinking_is_deterministic() -> None:
@@ -117,7 +147,7 @@ def test_scenario_file_shrinks_by_steps(tmp_path: Path) -> None:
     assert result.final.operations <= 10 < result.original.operations
     assert result.verified is True
     assert result.text is not None
-    assert load_text(result.text).scenario.expect_violation == "monotonic-visible-time"
+    assert load_text(result.text).scenario.expect_violation is None
 
 
 def test_library_scenario_under_its_breaking_policy_shrinks() -> None:
@@ -141,18 +171,23 @@ def test_cli_shrink_seed_writes_the_scenario(
     doc = json.loads(capsys.readouterr().out)
     assert doc["invariant"] == "monotonic-visible-time" and doc["written"] == str(out)
     assert doc["final"]["operations"] <= 6 < doc["original"]["operations"] + 7
-    assert doc["verified"] is True
+    assert doc["verified"] is True and doc["expect_violation"] is False
     table = tomllib.loads(out.read_text(encoding="utf-8"))
-    assert table["expect_violation"] == "monotonic-visible-time"
-    # The file is a regression test: `inboxsim run` passes while the bug is there.
-    assert cli.main(["run", str(out)]) == 0
-    capsys.readouterr()
-    # ... and fails, on that invariant, once the expectation is taken away.
-    bare = tmp_path / "bare.toml"
-    bare.write_text(_without_expectation(out.read_text(encoding="utf-8")), encoding="utf-8")
-    assert cli.main(["run", str(bare), "--json"]) == 1
+    assert "expect_violation" not in table
+    # The file is a regression test: `inboxsim run` fails, on that
+    # invariant, while the bug is there.
+    assert cli.main(["run", str(out), "--json"]) == 1
     ran = json.loads(capsys.readouterr().out)
-    assert "monotonic-visible-time" in json.dumps(ran)
+    assert ran["scenarios"][0]["failures"][0]["invariant"] == "monotonic-visible-time"
+    # --expect writes it as an expected violation, which run passes and says so.
+    doc_out = tmp_path / "doc.toml"
+    assert cli.main(["shrink", str(seed), "--policy", "g2", "--out", str(doc_out), "--expect"]) == 1
+    assert "expects the violation" in capsys.readouterr().out
+    assert tomllib.loads(doc_out.read_text())["expect_violation"] == "monotonic-visible-time"
+    assert cli.main(["run", str(doc_out)]) == 0
+    text = capsys.readouterr().out
+    assert "pass (violates monotonic-visible-time, as expected)" in text
+    assert "1 passed (1 of them by an expected violation), 0 failed" in text
 
 
 def test_cli_shrink_summary_names_lengths(
@@ -164,6 +199,7 @@ def test_cli_shrink_summary_names_lengths(
     text = capsys.readouterr().out
     assert "invariant: shared-admission-order" in text
     assert "original:" in text and "shrunk:" in text and "operations" in text
+    assert "a regression test" in text and "fails while the bug is present" in text
     assert out.exists()
 
 
