@@ -48,6 +48,9 @@ VERDICTS = ("held", "violated", "diverged", "protocol error", "not testable", "n
 FAILING = frozenset({"violated", "diverged", "protocol error"})
 TARGETS = ("sqlite", "model-adapter", "opencode")
 DEFAULT_OPS = 40
+SHRINKABLE = frozenset({"diverged", "violated"})  # failures shrunk to a repro file
+DEFAULT_SHRINK = 3  # failures shrunk per conformance run
+DEFAULT_SHRINK_SECONDS = 60.0  # the budget of each
 
 Progress = Callable[[str], None]
 
@@ -62,6 +65,7 @@ class Item:
     detail: str = ""
     repro: str = ""
     seconds: float = 0.0
+    repro_file: str = ""  # a minimal repro scenario, shrunk through the same adapter
 
     @property
     def failed(self) -> bool:
@@ -74,6 +78,7 @@ class Item:
             "verdict": self.verdict,
             "detail": self.detail,
             "repro": self.repro,
+            "repro_file": self.repro_file,
             "seconds": round(self.seconds, 3),
         }
 
@@ -133,6 +138,8 @@ class ConformanceReport:
                 note = ""
                 if i.verdict == "not testable" or (i.failed and kind == "invariant"):
                     note = "  (" + i.detail.splitlines()[0][:100] + ")" if i.detail else ""
+                if i.repro_file:
+                    note += f"  repro file {i.repro_file}"
                 out.append(f"  {i.item:<{width}}  {i.verdict}{note}")
             out.append("")
         counts = self.counts()
@@ -148,6 +155,14 @@ class ConformanceReport:
             out += ["", f"=== {i.kind} {i.item}: {i.verdict}", i.detail]
             if i.repro:
                 out.append(f"repro: {i.repro}")
+            if i.repro_file:
+                out.append(f"minimal repro scenario: {i.repro_file}")
+                out.append(
+                    "  rerun it alone: "
+                    + shlex.join(
+                        ["inboxsim", "run", i.repro_file, "--adapter", shlex.join(self.command)]
+                    )
+                )
         out.append("")
         out.append(f"{'PASSED' if self.passed else 'FAILED'} in {self.seconds:.1f} s")
         return out
@@ -396,12 +411,21 @@ def conformance(
     workdir: str | Path | None = None,
     progress: Progress | None = None,
     target_name: str | None = None,
+    shrink: int = 0,
+    repro_dir: str | Path | None = None,
+    shrink_seconds: float = DEFAULT_SHRINK_SECONDS,
+    shrink_runs: int = 300,
 ) -> ConformanceReport:
     """Check an adapter (``command``: argv list or a command line) against the
     model under ``policy``: the scenario library (``scenarios`` narrows it to
     some names; ``library=False`` skips it), then ``seeds`` seeds from
     ``seed_start``. Never raises for the target's failures: they are the
-    report's items. Raises :class:`HarnessError` for bad usage."""
+    report's items. Raises :class:`HarnessError` for bad usage.
+
+    The first ``shrink`` (the command line: 3) diverged or violated scenarios and seeds are shrunk
+    through the same adapter (at most ``shrink_seconds`` each) to a minimal
+    repro scenario file in ``repro_dir`` (default ``./inboxsim-repros``),
+    named in the item's ``repro_file``."""
     from ..invariants.registry import REGISTRY
     from ..model import load_policy
     from ..scenarios.load import load_library
@@ -430,6 +454,7 @@ def conformance(
         else:
             chosen = loaded
     not_testable: dict[str, str] = {}
+    failing: list[tuple[Item, Any]] = []  # (item, the loaded scenario or the seed)
     tmp = tempfile.TemporaryDirectory(prefix="inboxsim-conformance-") if workdir is None else None
     base = Path(tmp.name if tmp is not None else workdir)  # type: ignore[arg-type]
     try:
@@ -445,6 +470,8 @@ def conformance(
                 name,
             )
             report.items.append(item)
+            if item.verdict in SHRINKABLE:
+                failing.append((item, loaded_scenario))
             for k, v in nt.items():
                 not_testable.setdefault(k, v)
         exercised: set[str] = set()
@@ -453,6 +480,8 @@ def conformance(
             say(f"conformance: seed {seed} ({seed - seed_start + 1}/{seeds})")
             outcome = seed_item(seed, argv, the_policy, policy, ops, timeout, base, name)
             report.items.append(outcome.item)
+            if outcome.item.verdict in SHRINKABLE:
+                failing.append((outcome.item, seed))
             exercised |= outcome.exercised
             for inv, msg in outcome.violations:
                 violated.setdefault(inv, (seed, msg, outcome.item.repro))
@@ -483,11 +512,85 @@ def conformance(
                     )
         for feature, why in sorted(not_testable.items()):
             report.items.append(Item("feature", feature, "not testable", why))
+        out = Path(repro_dir) if repro_dir is not None else Path("inboxsim-repros")
+        for item, what in failing[: max(0, shrink)]:
+            say(f"conformance: shrinking {item.kind} {item.item} through the adapter")
+            _attach_repro(
+                item,
+                what,
+                argv,
+                the_policy,
+                ops,
+                timeout,
+                base,
+                name,
+                out,
+                shrink_seconds,
+                shrink_runs,
+            )
     finally:
         if tmp is not None:
             tmp.cleanup()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _attach_repro(
+    item: Item,
+    what: Any,
+    argv: list[str],
+    policy: Policy,
+    ops: int,
+    timeout: float,
+    base: Path,
+    name: str,
+    out: Path,
+    seconds: float,
+    runs: int,
+) -> None:
+    """Shrink one failure through the adapter; the file's path and how it was
+    checked go into the item (a shrink that fails is said, never raised)."""
+    from .repro import shrink_conformance, shrink_conformance_scenario
+
+    try:
+        if isinstance(what, int):
+            repro = shrink_conformance(
+                what,
+                argv,
+                policy,
+                ops=ops,
+                timeout=timeout,
+                time_limit=seconds,
+                max_runs=runs,
+                workdir=base,
+                name=name,
+                out=out,
+            )
+        else:
+            repro = shrink_conformance_scenario(
+                what,
+                argv,
+                policy,
+                timeout=timeout,
+                time_limit=seconds,
+                max_runs=runs,
+                workdir=base,
+                name=name,
+                out=out,
+            )
+    except Exception as exc:  # noqa: BLE001 - the verdict stands without its repro
+        item.detail += f"\n(no minimal repro: shrinking failed: {type(exc).__name__}: {exc})"
+        return
+    if repro is None or repro.path is None:
+        item.detail += "\n(no minimal repro: the failure did not recur when run again)"
+        return
+    item.repro_file = repro.path
+    item.detail += (
+        f"\nminimal repro: {repro.path} ({repro.steps} steps, from {repro.original_steps}; "
+        f"{repro.key}; fails in lockstep: {'yes' if repro.verified else 'NO'}; "
+        f"fails alone: {'yes' if repro.standalone else 'no'}; "
+        f"passes on the model: {'yes' if repro.model_passes else 'NO'})"
+    )
 
 
 # --- storing --------------------------------------------------------------------
@@ -503,6 +606,7 @@ CREATE TABLE IF NOT EXISTS conformance (
     verdict VARCHAR,
     detail VARCHAR,
     repro VARCHAR,
+    repro_file VARCHAR,
     seconds DOUBLE,
     recorded_at TIMESTAMP DEFAULT current_timestamp
 )
@@ -517,11 +621,13 @@ def store_results(db: str | Path, report: ConformanceReport) -> int:
     with Store(db) as store:
         con = store.con
         con.execute(DDL)
+        # a store written before repro files existed
+        con.execute("ALTER TABLE conformance ADD COLUMN IF NOT EXISTS repro_file VARCHAR")
         row = con.execute("SELECT coalesce(max(conformance_id), 0) + 1 FROM conformance").fetchone()
         batch = int(row[0]) if row else 1
         con.executemany(
             "INSERT INTO conformance (conformance_id, target, command, policy, kind, item, "
-            "verdict, detail, repro, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "verdict, detail, repro, repro_file, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     batch,
@@ -533,6 +639,7 @@ def store_results(db: str | Path, report: ConformanceReport) -> int:
                     i.verdict,
                     i.detail,
                     i.repro,
+                    i.repro_file,
                     i.seconds,
                 )
                 for i in report.items
@@ -546,9 +653,18 @@ __all__ = [
     "Item",
     "conformance",
     "repro_command",
+    "shrink_conformance",
     "store_results",
     "target_command",
 ]
+
+
+def shrink_conformance(*args: Any, **kw: Any) -> Any:
+    """:func:`.repro.shrink_conformance`: a failing conformance seed shrunk
+    through the same adapter to a minimal repro scenario."""
+    from .repro import shrink_conformance as shrink
+
+    return shrink(*args, **kw)
 
 
 # --- the mutant kill matrix, across processes ------------------------------------
