@@ -459,6 +459,7 @@ def conformance_command(
         str | None,
         typer.Option("--db", help="Also write the results into this store's conformance table.", show_default=False),
     ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", help="Worker processes for the seeds.")] = 1,
     shrink: Annotated[
         int, typer.Option("--shrink", help="Shrink the first N failures through the adapter to repro files.")
     ] = 3,
@@ -493,6 +494,7 @@ def conformance_command(
         progress=lambda msg: print(msg, file=sys.stderr),
         target_name=label,
         shrink=shrink,
+        jobs=jobs,
         repro_dir=repro_dir,
         shrink_seconds=shrink_seconds,
     )

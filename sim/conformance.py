@@ -49,6 +49,7 @@ FAILING = frozenset({"violated", "diverged", "protocol error"})
 TARGETS = ("sqlite", "model-adapter", "opencode")
 DEFAULT_OPS = 40
 SHRINKABLE = frozenset({"diverged", "violated"})  # failures shrunk to a repro file
+SEED_ROWS = 50  # more seeds than this: the summary lists only those that did not hold
 DEFAULT_SHRINK = 3  # failures shrunk per conformance run
 DEFAULT_SHRINK_SECONDS = 60.0  # the budget of each
 
@@ -134,13 +135,19 @@ class ConformanceReport:
             if not rows:
                 continue
             out.append(f"{kind:<{width + 4}}verdict")
+            quiet = 0
             for i in rows:
+                if kind == "seed" and len(rows) > SEED_ROWS and i.verdict == "held":
+                    quiet += 1  # a long sweep: list what did not hold, count the rest
+                    continue
                 note = ""
                 if i.verdict == "not testable" or (i.failed and kind == "invariant"):
                     note = "  (" + i.detail.splitlines()[0][:100] + ")" if i.detail else ""
                 if i.repro_file:
                     note += f"  repro file {i.repro_file}"
                 out.append(f"  {i.item:<{width}}  {i.verdict}{note}")
+            if quiet:
+                out.append(f"  ({quiet} more seeds held)")
             out.append("")
         counts = self.counts()
         out.append(
@@ -395,6 +402,73 @@ def seed_item(
     return SeedOutcome(item, violations, exercised, not_testable, steps)
 
 
+# --- seeds in worker processes ----------------------------------------------------
+
+SEED_BATCH = 25  # most seeds per task (fewer when there are few seeds per worker)
+
+
+def _seed_batch(
+    args: tuple[list[int], list[str], str, str, int, float, str, str],
+) -> list[tuple[int, SeedOutcome]]:
+    from ..model import load_policy
+
+    seeds, argv, policy_name, policy_arg, ops, timeout, base, name = args
+    policy = load_policy(policy_name)
+    return [
+        (s, seed_item(s, argv, policy, policy_arg, ops, timeout, Path(base), name)) for s in seeds
+    ]
+
+
+def _seed_outcomes(
+    seeds: range,
+    argv: list[str],
+    policy: Policy,
+    policy_arg: str,
+    ops: int,
+    timeout: float,
+    base: Path,
+    name: str,
+    jobs: int,
+    say: Progress,
+) -> list[tuple[int, SeedOutcome]]:
+    """Each seed's outcome, in seed order; ``jobs`` worker processes (from a
+    forkserver, as the sweep's) when more than one."""
+    total = len(seeds)
+    if jobs <= 1 or total <= 1:
+        out = []
+        for n, seed in enumerate(seeds, start=1):
+            say(f"conformance: seed {seed} ({n}/{total})")
+            out.append((seed, seed_item(seed, argv, policy, policy_arg, ops, timeout, base, name)))
+        return out
+    import concurrent.futures as cf
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if "forkserver" in methods:
+        ctx.set_forkserver_preload(["inboxsim.sim.conformance", "inboxsim.invariants"])
+    seed_list = list(seeds)
+    size = max(1, min(SEED_BATCH, total // (jobs * 4)))  # keep every worker busy to the end
+    batches = [seed_list[i : i + size] for i in range(0, total, size)]
+    # the policy goes by name when it is a preset, else the argument (a file) as given
+    policy_name = policy_arg if policy_arg else policy.name
+    results: dict[int, SeedOutcome] = {}
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        futures = [
+            pool.submit(
+                _seed_batch,
+                (b, argv, policy_name, policy_arg, ops, timeout, str(base), name),
+            )
+            for b in batches
+        ]
+        for fut in cf.as_completed(futures):
+            for seed, outcome in fut.result():
+                results[seed] = outcome
+            bad = sum(1 for o in results.values() if o.item.failed)
+            say(f"conformance: {len(results)}/{total} seeds done, {bad} failing")
+    return [(s, results[s]) for s in seed_list]
+
+
 # --- the whole check --------------------------------------------------------------
 
 
@@ -415,6 +489,7 @@ def conformance(
     repro_dir: str | Path | None = None,
     shrink_seconds: float = DEFAULT_SHRINK_SECONDS,
     shrink_runs: int = 300,
+    jobs: int = 1,
 ) -> ConformanceReport:
     """Check an adapter (``command``: argv list or a command line) against the
     model under ``policy``: the scenario library (``scenarios`` narrows it to
@@ -425,7 +500,8 @@ def conformance(
     The first ``shrink`` (the command line: 3) diverged or violated scenarios and seeds are shrunk
     through the same adapter (at most ``shrink_seconds`` each) to a minimal
     repro scenario file in ``repro_dir`` (default ``./inboxsim-repros``),
-    named in the item's ``repro_file``."""
+    named in the item's ``repro_file``. ``jobs`` > 1 runs the seeds in that
+    many worker processes, each starting its own adapters."""
     from ..invariants.registry import REGISTRY
     from ..model import load_policy
     from ..scenarios.load import load_library
@@ -435,6 +511,8 @@ def conformance(
         raise HarnessError("an adapter needs a command to run")
     if seeds < 0 or seed_start < 0 or ops < 0:
         raise HarnessError("--seeds, --seed-start and --ops must be non-negative")
+    if jobs < 1:
+        raise HarnessError(f"--jobs must be at least 1, not {jobs}")
     the_policy = load_policy(policy)
     say = progress or (lambda _msg: None)
     name = target_name or shlex.join(argv)
@@ -476,9 +554,19 @@ def conformance(
                 not_testable.setdefault(k, v)
         exercised: set[str] = set()
         violated: dict[str, tuple[int, str, str]] = {}
-        for seed in range(seed_start, seed_start + seeds):
-            say(f"conformance: seed {seed} ({seed - seed_start + 1}/{seeds})")
-            outcome = seed_item(seed, argv, the_policy, policy, ops, timeout, base, name)
+        outcomes = _seed_outcomes(
+            range(seed_start, seed_start + seeds),
+            argv,
+            the_policy,
+            policy,
+            ops,
+            timeout,
+            base,
+            name,
+            jobs,
+            say,
+        )
+        for seed, outcome in outcomes:
             report.items.append(outcome.item)
             if outcome.item.verdict in SHRINKABLE:
                 failing.append((outcome.item, seed))

@@ -5,6 +5,7 @@ that fails alone on the buggy adapter and passes on the correct one."""
 from __future__ import annotations
 
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from inboxsim.sim.repro import with_model_expectations
 from inboxsim.sim.shrink import failure_key
 
 MUTANT = "interrupt-clears-inbox"
+MODEL_ADAPTER = f"{sys.executable} -m inboxsim.sim.model_adapter --no-fsync"
 SEED = 1  # diverges against MUTANT at an interrupt, 25 steps in (ops 40)
 
 
@@ -62,7 +64,8 @@ def test_a_seed_that_holds_has_no_repro() -> None:
 
 
 def test_expectations_only_for_divergences() -> None:
-    text = 'name = "x"\nsource = "y"\npolicy = "g4"\nstep_limit = 4\n\n[[step]]\nop = "create"\nsession = "s1"\n'
+    text = 'name = "x"\nsource = "y"\npolicy = "g4"\nstep_limit = 4\n\n'
+    text += '[[step]]\nop = "create"\nsession = "s1"\n'
     assert with_model_expectations(text, "violated:durability", "", G4) == text
     with_reply = with_model_expectations(text, "diverged:create:reply", "reply", G4)
     assert with_reply.endswith("expect_ok = true\n")
@@ -95,3 +98,11 @@ def test_conformance_writes_repro_files(tmp_path: Path) -> None:
 @pytest.mark.parametrize("bad", [["--shrink", "-1"], ["--shrink-seconds", "0"]])
 def test_shrink_options_checked(bad: list[str]) -> None:
     assert main(["conformance", "--target", "sqlite", *bad]) == 2
+
+
+def test_seeds_in_worker_processes_give_the_same_verdicts() -> None:
+    one = conformance(MODEL_ADAPTER, "g4", 3, ops=15, library=False, jobs=1)
+    two = conformance(MODEL_ADAPTER, "g4", 3, ops=15, library=False, jobs=2)
+    rows = [(i.kind, i.item, i.verdict, i.detail) for i in one.items]
+    assert rows == [(i.kind, i.item, i.verdict, i.detail) for i in two.items]
+    assert [i.item for i in two.of("seed")] == ["0", "1", "2"] and two.passed
