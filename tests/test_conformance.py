@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -110,9 +111,18 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dic
     no inboxsim of its own on the path first) whose PYTHONPATH is only that
     folder: (the venv's python, the installed package, the environment)."""
     root = tmp_path_factory.mktemp("installed")
+    # built from a copy, so that setuptools' build/ never lands in the repository
+    src = root / "src"
+    shutil.copytree(
+        REPO,
+        src,
+        ignore=shutil.ignore_patterns(
+            ".venv", ".git", "build", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
+        ),
+    )
     pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
     subprocess.run(
-        [*pip, "wheel", str(REPO), "--no-deps", "-w", str(root / "wheel")],
+        [*pip, "wheel", str(src), "--no-deps", "-w", str(root / "wheel")],
         check=True,
         timeout=300,
         capture_output=True,
