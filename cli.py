@@ -487,6 +487,16 @@ def conformance_command(
     ] = None,
     executor: ExecutorOption = "local",
     scheduler: SchedulerOption = None,
+    jobs: Annotated[int, typer.Option("--jobs", help="Worker processes for the seeds.")] = 1,
+    shrink: Annotated[
+        int, typer.Option("--shrink", help="Shrink the first N failures through the adapter to repro files.")
+    ] = 3,
+    repro_dir: Annotated[
+        str, typer.Option("--repro-dir", help="Where the minimal repro scenarios are written.")
+    ] = "inboxsim-repros",
+    shrink_seconds: Annotated[
+        float, typer.Option("--shrink-seconds", help="Time budget of each shrink.")
+    ] = 60.0,
     as_json: JsonFlag = False,
 ) -> None:
     """Lockstep against the model: the scenario library, then a seeded sweep.
@@ -497,6 +507,8 @@ def conformance_command(
 
     if adapter_timeout <= 0:
         raise HarnessError(f"--adapter-timeout must be positive, not {adapter_timeout}")
+    if shrink < 0 or shrink_seconds <= 0:
+        raise HarnessError("--shrink must be non-negative and --shrink-seconds positive")
     argv, policy_name, timeout, label = target_command(adapter, target, policy, adapter_timeout)
     result = conformance(
         argv,
@@ -511,6 +523,10 @@ def conformance_command(
         target_name=label,
         executor=executor,
         scheduler=scheduler,
+        shrink=shrink,
+        jobs=jobs,
+        repro_dir=repro_dir,
+        shrink_seconds=shrink_seconds,
     )
     batch = store_results(db, result) if db is not None else None
     if as_json:

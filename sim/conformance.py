@@ -28,7 +28,6 @@ items into a ``conformance`` table of the DuckDB store.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import sys
 import tempfile
@@ -49,6 +48,10 @@ VERDICTS = ("held", "violated", "diverged", "protocol error", "not testable", "n
 FAILING = frozenset({"violated", "diverged", "protocol error"})
 TARGETS = ("sqlite", "model-adapter", "opencode")
 DEFAULT_OPS = 40
+SHRINKABLE = frozenset({"diverged", "violated"})  # failures shrunk to a repro file
+SEED_ROWS = 50  # more seeds than this: the summary lists only those that did not hold
+DEFAULT_SHRINK = 3  # failures shrunk per conformance run
+DEFAULT_SHRINK_SECONDS = 60.0  # the budget of each
 
 Progress = Callable[[str], None]
 
@@ -63,6 +66,7 @@ class Item:
     detail: str = ""
     repro: str = ""
     seconds: float = 0.0
+    repro_file: str = ""  # a minimal repro scenario, shrunk through the same adapter
 
     @property
     def failed(self) -> bool:
@@ -75,6 +79,7 @@ class Item:
             "verdict": self.verdict,
             "detail": self.detail,
             "repro": self.repro,
+            "repro_file": self.repro_file,
             "seconds": round(self.seconds, 3),
         }
 
@@ -130,11 +135,19 @@ class ConformanceReport:
             if not rows:
                 continue
             out.append(f"{kind:<{width + 4}}verdict")
+            quiet = 0
             for i in rows:
+                if kind == "seed" and len(rows) > SEED_ROWS and i.verdict == "held":
+                    quiet += 1  # a long sweep: list what did not hold, count the rest
+                    continue
                 note = ""
                 if i.verdict == "not testable" or (i.failed and kind == "invariant"):
                     note = "  (" + i.detail.splitlines()[0][:100] + ")" if i.detail else ""
+                if i.repro_file:
+                    note += f"  repro file {i.repro_file}"
                 out.append(f"  {i.item:<{width}}  {i.verdict}{note}")
+            if quiet:
+                out.append(f"  ({quiet} more seeds held)")
             out.append("")
         counts = self.counts()
         out.append(
@@ -149,6 +162,14 @@ class ConformanceReport:
             out += ["", f"=== {i.kind} {i.item}: {i.verdict}", i.detail]
             if i.repro:
                 out.append(f"repro: {i.repro}")
+            if i.repro_file:
+                out.append(f"minimal repro scenario: {i.repro_file}")
+                out.append(
+                    "  rerun it alone: "
+                    + shlex.join(
+                        ["inboxsim", "run", i.repro_file, "--adapter", shlex.join(self.command)]
+                    )
+                )
         out.append("")
         out.append(f"{'PASSED' if self.passed else 'FAILED'} in {self.seconds:.1f} s")
         return out
@@ -381,6 +402,91 @@ def seed_item(
     return SeedOutcome(item, violations, exercised, not_testable, steps)
 
 
+# --- seeds in worker processes ----------------------------------------------------
+
+SEED_BATCH = 25  # most seeds per task (fewer when there are few seeds per worker)
+
+
+@dataclass(frozen=True)
+class _SeedRun:
+    """What a seeded lockstep run needs, shipped to a worker with its seeds."""
+
+    argv: list[str]
+    policy: Policy
+    policy_arg: str
+    ops: int
+    timeout: float
+    name: str
+
+
+def _seed_batch(run: _SeedRun, seeds: tuple[int, ...]) -> list[SeedOutcome]:
+    """Run seeds in a worker (a local process or a Dask worker): its own adapter
+    processes in its own temporary folder. A shipped target's command is
+    resolved here (its interpreter and path on this machine); an --adapter
+    command must be runnable as given."""
+    argv = run.argv
+    if run.name in TARGETS:
+        argv = target_command(None, run.name, run.policy_arg, run.timeout)[0]
+    out = []
+    with tempfile.TemporaryDirectory(prefix="inboxsim-conformance-") as folder:
+        for seed in seeds:
+            outcome = seed_item(
+                seed, argv, run.policy, run.policy_arg, run.ops, run.timeout, Path(folder), run.name
+            )
+            # The repro is the client's command line, whatever this machine's paths.
+            outcome.item.repro = repro_command(
+                run.argv, run.policy_arg, seed=seed, ops=run.ops, timeout=run.timeout
+            )
+            out.append(outcome)
+    return out
+
+
+def _seed_outcomes(
+    run: _SeedRun,
+    seeds: range,
+    base: Path,
+    jobs: int,
+    executor: str,
+    scheduler: str | None,
+    say: Progress,
+) -> Iterator[tuple[int, SeedOutcome]]:
+    """(seed, outcome) in seed order: here, one after another (one local job),
+    or in batches over ``jobs`` local worker processes or a Dask cluster, whose
+    workers each start their own adapter processes; a batch whose Dask worker
+    died is rerun by Dask and counted once."""
+    total = len(seeds)
+    if executor == "local" and (jobs <= 1 or total <= 1):
+        for n, seed in enumerate(seeds, start=1):
+            say(f"conformance: seed {seed} ({n}/{total})")
+            yield seed, seed_item(
+                seed, run.argv, run.policy, run.policy_arg, run.ops, run.timeout, base, run.name
+            )
+        return
+    from .executor import lost_work, open_executor
+
+    preload = ("inboxsim.sim.conformance", "inboxsim.invariants")
+    with open_executor(executor, jobs, scheduler, preload) as (pool, slots):
+        # a few batches per worker keep every worker busy to the end
+        size = max(1, min(SEED_BATCH, -(-total // (slots * 4))))
+        batches = [tuple(seeds[i : i + size]) for i in range(0, total, size)]
+        futures = [pool.submit(_seed_batch, run, batch) for batch in batches]
+        done = 0
+        for batch, future in zip(batches, futures, strict=True):
+            try:
+                outcomes = future.result()
+            except Exception as exc:
+                error = lost_work(exc, f"conformance seeds {batch[0]}..{batch[-1]}")
+                if error is None:
+                    raise
+                for pending in futures:
+                    pending.cancel()
+                raise error from None
+            for seed, outcome in zip(batch, outcomes, strict=True):
+                done += 1
+                say(f"conformance: seed {seed} ({done}/{total})")
+                yield seed, outcome
+
+
 # --- the whole check --------------------------------------------------------------
 
 
@@ -397,6 +503,11 @@ def conformance(
     workdir: str | Path | None = None,
     progress: Progress | None = None,
     target_name: str | None = None,
+    shrink: int = 0,
+    repro_dir: str | Path | None = None,
+    shrink_seconds: float = DEFAULT_SHRINK_SECONDS,
+    shrink_runs: int = 300,
+    jobs: int = 1,
     executor: str = "local",
     scheduler: str | None = None,
 ) -> ConformanceReport:
@@ -406,8 +517,13 @@ def conformance(
     ``seed_start``. Never raises for the target's failures: they are the
     report's items. Raises :class:`HarnessError` for bad usage.
 
-    ``executor="dask"`` runs the seeds on a Dask cluster (``scheduler``, or a
-    local one): see :func:`_seed_outcomes`. The library always runs here."""
+    The first ``shrink`` (the command line: 3) diverged or violated scenarios and seeds are shrunk
+    through the same adapter (at most ``shrink_seconds`` each) to a minimal
+    repro scenario file in ``repro_dir`` (default ``./inboxsim-repros``),
+    named in the item's ``repro_file``. ``jobs`` > 1 runs the seeds in that
+    many worker processes, each starting its own adapters; ``executor="dask"``
+    runs them on a Dask cluster (``scheduler``, or a local one of ``jobs``
+    workers): see :func:`_seed_outcomes`. The library always runs here."""
     from ..invariants.registry import REGISTRY
     from ..model import load_policy
     from ..scenarios.load import load_library
@@ -417,6 +533,8 @@ def conformance(
         raise HarnessError("an adapter needs a command to run")
     if seeds < 0 or seed_start < 0 or ops < 0:
         raise HarnessError("--seeds, --seed-start and --ops must be non-negative")
+    if jobs < 1:
+        raise HarnessError(f"--jobs must be at least 1, not {jobs}")
     from .executor import check_executor
 
     check_executor(executor, scheduler)
@@ -439,6 +557,7 @@ def conformance(
         else:
             chosen = loaded
     not_testable: dict[str, str] = {}
+    failing: list[tuple[Item, Any]] = []  # (item, the loaded scenario or the seed)
     tmp = tempfile.TemporaryDirectory(prefix="inboxsim-conformance-") if workdir is None else None
     base = Path(tmp.name if tmp is not None else workdir)  # type: ignore[arg-type]
     try:
@@ -454,15 +573,20 @@ def conformance(
                 name,
             )
             report.items.append(item)
+            if item.verdict in SHRINKABLE:
+                failing.append((item, loaded_scenario))
             for k, v in nt.items():
                 not_testable.setdefault(k, v)
         exercised: set[str] = set()
         violated: dict[str, tuple[int, str, str]] = {}
         run = _SeedRun(argv, the_policy, policy, ops, timeout, name)
-        for seed, outcome in _seed_outcomes(
-            run, range(seed_start, seed_start + seeds), base, executor, scheduler, say
-        ):
+        outcomes = _seed_outcomes(
+            run, range(seed_start, seed_start + seeds), base, jobs, executor, scheduler, say
+        )
+        for seed, outcome in outcomes:
             report.items.append(outcome.item)
+            if outcome.item.verdict in SHRINKABLE:
+                failing.append((outcome.item, seed))
             exercised |= outcome.exercised
             for inv, msg in outcome.violations:
                 violated.setdefault(inv, (seed, msg, outcome.item.repro))
@@ -493,6 +617,22 @@ def conformance(
                     )
         for feature, why in sorted(not_testable.items()):
             report.items.append(Item("feature", feature, "not testable", why))
+        out = Path(repro_dir) if repro_dir is not None else Path("inboxsim-repros")
+        for item, what in failing[: max(0, shrink)]:
+            say(f"conformance: shrinking {item.kind} {item.item} through the adapter")
+            _attach_repro(
+                item,
+                what,
+                argv,
+                the_policy,
+                ops,
+                timeout,
+                base,
+                name,
+                out,
+                shrink_seconds,
+                shrink_runs,
+            )
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -500,81 +640,62 @@ def conformance(
     return report
 
 
-# --- seeds on an executor (issue 11) -------------------------------------------
-
-
-@dataclass(frozen=True)
-class _SeedRun:
-    """What a seeded lockstep run needs, shipped to a worker with its seeds."""
-
-    argv: list[str]
-    policy: Policy
-    policy_arg: str
-    ops: int
-    timeout: float
-    name: str
-
-
-def _seed_batch(run: _SeedRun, seeds: tuple[int, ...]) -> list[SeedOutcome]:
-    """Run seeds on a Dask worker: its own adapter processes in its own temporary
-    folder. A shipped target's command is resolved here (its interpreter and
-    path on this machine); an --adapter command must be runnable as given."""
-    argv = run.argv
-    if run.name in TARGETS:
-        argv = target_command(None, run.name, run.policy_arg, run.timeout)[0]
-    out = []
-    with tempfile.TemporaryDirectory(prefix="inboxsim-conformance-") as folder:
-        for seed in seeds:
-            outcome = seed_item(
-                seed, argv, run.policy, run.policy_arg, run.ops, run.timeout, Path(folder), run.name
-            )
-            # The repro is the client's command line, whatever this machine's paths.
-            outcome.item.repro = repro_command(
-                run.argv, run.policy_arg, seed=seed, ops=run.ops, timeout=run.timeout
-            )
-            out.append(outcome)
-    return out
-
-
-def _seed_outcomes(
-    run: _SeedRun,
-    seeds: range,
+def _attach_repro(
+    item: Item,
+    what: Any,
+    argv: list[str],
+    policy: Policy,
+    ops: int,
+    timeout: float,
     base: Path,
-    executor: str,
-    scheduler: str | None,
-    say: Progress,
-) -> Iterator[tuple[int, SeedOutcome]]:
-    """(seed, outcome) in seed order: here, one after another (``local``), or
-    in batches over a Dask cluster, whose workers each start their own adapter
-    processes; a batch whose worker died is rerun by Dask and counted once."""
-    if executor == "local" and scheduler is None:
-        for n, seed in enumerate(seeds, start=1):
-            say(f"conformance: seed {seed} ({n}/{len(seeds)})")
-            yield seed, seed_item(
-                seed, run.argv, run.policy, run.policy_arg, run.ops, run.timeout, base, run.name
-            )
-        return
-    from .executor import lost_work, open_executor
+    name: str,
+    out: Path,
+    seconds: float,
+    runs: int,
+) -> None:
+    """Shrink one failure through the adapter; the file's path and how it was
+    checked go into the item (a shrink that fails is said, never raised)."""
+    from .repro import shrink_conformance, shrink_conformance_scenario
 
-    with open_executor(executor, os.cpu_count() or 1, scheduler) as (pool, slots):
-        size = max(1, -(-len(seeds) // (slots * 4)))  # a few batches per worker thread
-        batches = [tuple(seeds[i : i + size]) for i in range(0, len(seeds), size)]
-        futures = [pool.submit(_seed_batch, run, batch) for batch in batches]
-        done = 0
-        for batch, future in zip(batches, futures, strict=True):
-            try:
-                outcomes = future.result()
-            except Exception as exc:
-                error = lost_work(exc, f"conformance seeds {batch[0]}..{batch[-1]}")
-                if error is None:
-                    raise
-                for pending in futures:
-                    pending.cancel()
-                raise error from None
-            for seed, outcome in zip(batch, outcomes, strict=True):
-                done += 1
-                say(f"conformance: seed {seed} ({done}/{len(seeds)})")
-                yield seed, outcome
+    try:
+        if isinstance(what, int):
+            repro = shrink_conformance(
+                what,
+                argv,
+                policy,
+                ops=ops,
+                timeout=timeout,
+                time_limit=seconds,
+                max_runs=runs,
+                workdir=base,
+                name=name,
+                out=out,
+            )
+        else:
+            repro = shrink_conformance_scenario(
+                what,
+                argv,
+                policy,
+                timeout=timeout,
+                time_limit=seconds,
+                max_runs=runs,
+                workdir=base,
+                name=name,
+                out=out,
+            )
+    except Exception as exc:  # noqa: BLE001 - the verdict stands without its repro
+        item.detail += f"\n(no minimal repro: shrinking failed: {type(exc).__name__}: {exc})"
+        return
+    if repro is None or repro.path is None:
+        item.detail += "\n(no minimal repro: the failure did not recur when run again)"
+        return
+    item.repro_file = repro.path
+    item.detail += (
+        f"\nminimal repro: {repro.path} ({repro.steps} steps, from {repro.original_steps}; "
+        f"{repro.key}; fails in lockstep: {'yes' if repro.verified else 'NO'}; "
+        f"fails alone: {'yes' if repro.standalone else 'no'}; "
+        f"passes on the model: {'yes' if repro.model_passes else 'NO'})"
+    )
 
 
 # --- storing --------------------------------------------------------------------
@@ -590,6 +711,7 @@ CREATE TABLE IF NOT EXISTS conformance (
     verdict VARCHAR,
     detail VARCHAR,
     repro VARCHAR,
+    repro_file VARCHAR,
     seconds DOUBLE,
     recorded_at TIMESTAMP DEFAULT current_timestamp
 )
@@ -604,11 +726,13 @@ def store_results(db: str | Path, report: ConformanceReport) -> int:
     with Store(db) as store:
         con = store.con
         con.execute(DDL)
+        # a store written before repro files existed
+        con.execute("ALTER TABLE conformance ADD COLUMN IF NOT EXISTS repro_file VARCHAR")
         row = con.execute("SELECT coalesce(max(conformance_id), 0) + 1 FROM conformance").fetchone()
         batch = int(row[0]) if row else 1
         con.executemany(
             "INSERT INTO conformance (conformance_id, target, command, policy, kind, item, "
-            "verdict, detail, repro, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "verdict, detail, repro, repro_file, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     batch,
@@ -620,6 +744,7 @@ def store_results(db: str | Path, report: ConformanceReport) -> int:
                     i.verdict,
                     i.detail,
                     i.repro,
+                    i.repro_file,
                     i.seconds,
                 )
                 for i in report.items
@@ -633,9 +758,18 @@ __all__ = [
     "Item",
     "conformance",
     "repro_command",
+    "shrink_conformance",
     "store_results",
     "target_command",
 ]
+
+
+def shrink_conformance(*args: Any, **kw: Any) -> Any:
+    """:func:`.repro.shrink_conformance`: a failing conformance seed shrunk
+    through the same adapter to a minimal repro scenario."""
+    from .repro import shrink_conformance as shrink
+
+    return shrink(*args, **kw)
 
 
 # --- the mutant kill matrix, across processes ------------------------------------
