@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HarnessError
-from ..model import Policy
+from ..model import Crashed, Policy
 from .adapter import DEFAULT_TIMEOUT, AdapterTarget, split_command
 from .lockstep import Divergence, LockstepTarget, NotTestable
 from .protocol import ProtocolError
@@ -85,6 +85,11 @@ class ConformanceReport:
     policy: str
     items: list[Item] = field(default_factory=list)
     seconds: float = 0.0
+    # Over the seeds that ran to their end: steps, kills between requests
+    # (SIGKILL) and failpoint crashes (the adapter died at a ``crash_at``).
+    totals: dict[str, int] = field(
+        default_factory=lambda: {"steps": 0, "kills": 0, "failpoint_crashes": 0}
+    )
 
     @property
     def failures(self) -> list[Item]:
@@ -117,6 +122,7 @@ class ConformanceReport:
             "exit_code": self.exit_code,
             "counts": self.counts(),
             "items": [i.to_dict() for i in self.items],
+            "totals": dict(self.totals),
             "seconds": round(self.seconds, 3),
         }
 
@@ -143,6 +149,12 @@ class ConformanceReport:
                 for kind, row in counts.items()
             )
         )
+        if self.of("seed"):
+            t = self.totals
+            out.append(
+                f"seeded runs: {t['steps']} steps, {t['kills']} kills between requests, "
+                f"{t['failpoint_crashes']} failpoint crashes"
+            )
         failures = [i for i in self.failures if i.kind in ("scenario", "seed")]
         for i in failures:
             out += ["", f"=== {i.kind} {i.item}: {i.verdict}", i.detail]
@@ -334,6 +346,8 @@ class SeedOutcome:
     exercised: set[str]
     not_testable: dict[str, str]
     steps: int = 0
+    kills: int = 0  # SIGKILLs between requests (a run that ended; 0 otherwise)
+    failpoint_crashes: int = 0  # requests the adapter died in, at their crash_at
 
 
 def seed_item(
@@ -354,7 +368,7 @@ def seed_item(
     started = time.perf_counter()
     violations: list[tuple[str, str]] = []
     exercised: set[str] = set()
-    steps = 0
+    steps = kills = crashes = 0
     try:
         result = run_seed(seed, policy, RunOptions(ops=ops, only_expected=True), target=lockstep)
     except Divergence as div:
@@ -366,18 +380,26 @@ def seed_item(
         item = Item("seed", str(seed), "protocol error", _protocol_detail(exc, lockstep), repro)
     else:
         steps = result.ops
+        kills = sum(1 for s in result.trace.steps if s.kind == "crash")
+        crashes = sum(1 for s in result.trace.steps if isinstance(s.reply, Crashed))
         exercised = set(result.exercised)
         violations = [(v.invariant, v.message) for v in result.violations]
         if violations:
             detail = "\n".join(f"{inv}: {msg}" for inv, msg in violations)
             item = Item("seed", str(seed), "violated", detail, repro)
         else:
-            item = Item("seed", str(seed), "held", f"{result.ops} steps", repro)
+            item = Item(
+                "seed",
+                str(seed),
+                "held",
+                f"{result.ops} steps, {kills} kills, {crashes} failpoint crashes",
+                repro,
+            )
     finally:
         not_testable = lockstep.not_testable()
         lockstep.close()
     item.seconds = time.perf_counter() - started
-    return SeedOutcome(item, violations, exercised, not_testable, steps)
+    return SeedOutcome(item, violations, exercised, not_testable, steps, kills, crashes)
 
 
 # --- the whole check --------------------------------------------------------------
@@ -453,6 +475,12 @@ def conformance(
             say(f"conformance: seed {seed} ({seed - seed_start + 1}/{seeds})")
             outcome = seed_item(seed, argv, the_policy, policy, ops, timeout, base, name)
             report.items.append(outcome.item)
+            first_line = outcome.item.detail.splitlines()[0] if outcome.item.detail else ""
+            say(f"conformance: seed {seed}: {outcome.item.verdict}; {first_line}")
+            if outcome.item.verdict in ("held", "violated"):
+                report.totals["steps"] += outcome.steps
+                report.totals["kills"] += outcome.kills
+                report.totals["failpoint_crashes"] += outcome.failpoint_crashes
             exercised |= outcome.exercised
             for inv, msg in outcome.violations:
                 violated.setdefault(inv, (seed, msg, outcome.item.repro))
