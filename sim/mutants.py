@@ -394,9 +394,231 @@ def render_matrix(results: Sequence[KillResult]) -> str:
     return "\n".join(lines)
 
 
+# --- first detection under a wall-time budget: seeded conformance vs Hypothesis -----
+
+
+class CountingTarget:
+    """A target that counts what was sent through it, as
+    :func:`.shrink.size_of` counts a trace: every step, the operations
+    (requests other than hello and create) and the faults (kills, and
+    requests with a failpoint). A request that raises (a divergence) is
+    counted: it is the step the detection happened at."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.steps = self.operations = self.faults = 0
+
+    def request(self, op: Any, crash_at: str | None = None) -> Any:
+        from ..model import Create, Hello
+
+        self.steps += 1
+        if not isinstance(op, (Hello, Create)):
+            self.operations += 1
+        if crash_at is not None:
+            self.faults += 1
+        return self.inner.request(op, crash_at)
+
+    def kill(self) -> Any:
+        self.steps += 1
+        self.faults += 1
+        return self.inner.kill()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@dataclass
+class Detection:
+    """One side's first detection of one mutant within a budget.
+
+    ``killed_by`` is ``divergence``, ``invariant``, ``error`` (a protocol error
+    or a harness crash: found, but not a kill) or ``none``; ``runs`` counts
+    seeds (seeded side) or examples (Hypothesis); ``operations`` is the length
+    of the failing run up to the detection and ``shrunk_operations`` the length
+    after shrinking (``None`` when that side has no shrinker)."""
+
+    side: str
+    mutant: str
+    killed_by: str = "none"
+    detail: str = ""
+    seed: int | None = None
+    runs: int = 0
+    seconds_to_detect: float | None = None
+    seconds: float = 0.0
+    operations: int | None = None
+    faults: int | None = None
+    shrunk_operations: int | None = None
+
+    @property
+    def killed(self) -> bool:
+        return self.killed_by in ("divergence", "invariant")
+
+    def to_dict(self) -> dict[str, Any]:
+        doc = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        for k in ("seconds_to_detect", "seconds"):
+            if doc[k] is not None:
+                doc[k] = round(doc[k], 3)
+        doc["killed"] = self.killed
+        return doc
+
+
+def seeded_detection(
+    name: str,
+    *,
+    seconds: float = 60.0,
+    ops: int = 40,
+    seed_start: int = 0,
+    policy: Policy = G4,
+    timeout: float = 10.0,
+    clock: Any = time.perf_counter,
+) -> Detection:
+    """inboxsim's seeded conformance against mutant ``name`` (no scenario
+    library): seeds from ``seed_start`` in lockstep with the model, judged by
+    the checkers (``only_expected``), until the first divergence or violation
+    or until ``seconds`` have passed (a seed that started runs to its end)."""
+    from .run import RunOptions, run_seed
+
+    argv, _ = mutant_command(name)
+    found = Detection("seeded", name)
+    options = RunOptions(ops=ops, only_expected=True)
+    started = clock()
+    with tempfile.TemporaryDirectory(prefix="inboxsim-seeded-") as tmp:
+        seed = seed_start
+        while clock() - started < seconds:
+            made: list[CountingTarget] = []
+
+            def factory(
+                _policy: Policy,
+                step_limit: int,
+                made: list[CountingTarget] = made,
+                seed: int = seed,
+            ) -> CountingTarget:
+                folder = Path(tmp) / f"seed-{seed}-{len(made)}"
+                made.append(
+                    CountingTarget(
+                        LockstepTarget(
+                            ModelTarget(policy, step_limit),
+                            AdapterTarget(
+                                argv, folder, step_limit, timeout, name=f"sqlite[{name}]"
+                            ),
+                        )
+                    )
+                )
+                return made[-1]
+
+            found.runs += 1
+            kind = detail = ""
+            try:
+                outcome = run_seed(seed, policy, options, target=factory)
+                if outcome.violations:
+                    v = outcome.violations[0]
+                    kind, detail = "invariant", f"{v.invariant}: {v.message}"
+            except Divergence as div:
+                kind, detail = "divergence", div.summary
+            except ProtocolError as exc:
+                kind, detail = "error", f"protocol error: {str(exc).splitlines()[0]}"
+            except Exception as exc:  # noqa: BLE001 - a mutant must not crash the harness
+                kind, detail = "error", f"harness crash: {type(exc).__name__}: {exc}"
+            finally:
+                for target in made:
+                    try:
+                        target.close()
+                    except Exception:  # noqa: BLE001 - closing must not mask the verdict
+                        pass
+            if kind:
+                found.killed_by, found.detail, found.seed = kind, detail[:300], seed
+                found.seconds_to_detect = clock() - started
+                found.operations = sum(t.operations for t in made)
+                found.faults = sum(t.faults for t in made)
+                break
+            seed += 1
+    found.seconds = clock() - started
+    return found
+
+
+def adapter_machine(
+    argv: Sequence[str],
+    base: Path,
+    *,
+    policy: Policy = G4,
+    timeout: float = 10.0,
+    label: str = "adapter",
+) -> Any:
+    """An :class:`.stateful.InboxMachine` subclass that drives ``argv`` in
+    lockstep with the model under ``policy`` (each example in a fresh data
+    folder under ``base``), judging only the invariants the policy keeps."""
+    from .stateful import InboxMachine
+
+    counter = itertools.count()
+    command = list(argv)
+
+    class AdapterMachine(InboxMachine):
+        POLICY = policy
+        ONLY_EXPECTED = True
+
+        def target(self, the_policy: Policy) -> Any:
+            folder = base / f"example-{next(counter)}"
+            self._folder = folder
+            return LockstepTarget(
+                ModelTarget(the_policy, self.STEP_LIMIT),
+                AdapterTarget(command, folder, self.STEP_LIMIT, timeout, name=label),
+            )
+
+        def teardown(self) -> None:
+            try:
+                super().teardown()
+            finally:
+                import shutil
+
+                folder = getattr(self, "_folder", None)
+                if folder is not None:  # thousands of examples: keep the disk clean
+                    shutil.rmtree(folder, ignore_errors=True)
+                    folder.with_name(folder.name + ".stderr.log").unlink(missing_ok=True)
+
+    return AdapterMachine
+
+
+def hypothesis_detection(
+    name: str,
+    *,
+    seconds: float = 60.0,
+    shrink_seconds: float = 60.0,
+    steps: int = 40,
+    policy: Policy = G4,
+    timeout: float = 10.0,
+) -> Detection:
+    """A Hypothesis stateful test (:func:`.stateful.hunt`) against mutant
+    ``name``: the same lockstep comparison and checkers as the seeded side,
+    at most ``steps`` rule steps per example, detection within ``seconds``,
+    then Hypothesis' own shrinking for at most ``shrink_seconds``."""
+    from .stateful import hunt
+
+    argv, _ = mutant_command(name)
+    with tempfile.TemporaryDirectory(prefix="inboxsim-hypothesis-") as tmp:
+        machine = adapter_machine(
+            argv, Path(tmp), policy=policy, timeout=timeout, label=f"sqlite[{name}]"
+        )
+        got = hunt(machine, detect_seconds=seconds, shrink_seconds=shrink_seconds, steps=steps)
+    found = Detection("hypothesis", name, runs=got.examples, seconds=got.seconds)
+    if got.first is not None:
+        found.killed_by, found.detail = got.first.kind, got.first.detail
+        found.seconds_to_detect = got.seconds_to_detect
+        found.runs = got.examples_to_detect or got.examples
+        found.operations, found.faults = got.first.operations, got.first.faults
+        if got.shrunk is not None:
+            found.shrunk_operations = got.shrunk.operations
+    return found
+
+
 __all__ = [
     "ADAPTER",
     "MUTANTS",
+    "CountingTarget",
+    "Detection",
+    "adapter_machine",
+    "hypothesis_detection",
+    "seeded_detection",
     "Kill",
     "KillResult",
     "Mutant",
