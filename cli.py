@@ -507,6 +507,10 @@ def mutants_command(
     ops: Annotated[int, typer.Option("--ops", help="Workload operations per seeded run.")] = 60,
     jobs: Annotated[int, typer.Option("--jobs", help="Worker processes.")] = 2,
     list_only: Annotated[bool, typer.Option("--list", help="List the mutants and exit.")] = False,
+    out: Annotated[
+        str | None,
+        typer.Option("--out", help="Also write the results document (JSON) to this file.", show_default=False),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """The kill matrix: conformance against each planted bug in the SQLite inbox.
@@ -515,7 +519,7 @@ def mutants_command(
     failed scenario expectation, 1 when one survived.
     """
     from inboxsim.sim.conformance import mutant_matrix
-    from inboxsim.sim.mutants import MUTANTS, render_matrix
+    from inboxsim.sim.mutants import MUTANTS, matrix_document, render_matrix, summary_line
 
     if list_only:
         if as_json:
@@ -526,29 +530,55 @@ def mutants_command(
         return
     if seeds < 0 or ops < 0 or jobs < 1:
         raise HarnessError("--seeds and --ops must be non-negative and --jobs at least 1")
+    if out is not None:
+        _check_out(out)  # before the run, not after it
     chosen = [n.strip() for n in names.split(",") if n.strip()] if names else None
     results = mutant_matrix(
         chosen, seeds, ops=ops, jobs=jobs, progress=lambda msg: print(msg, file=sys.stderr)
     )
-    survived = [r.mutant for r in results if not r.killed]
-    code = 1 if survived else 0
+    document = matrix_document(results, seeds=seeds, ops=ops)
+    survived = document["survived"]
+    if out is not None:
+        _write_document(out, document)
     if as_json:
-        _emit_json(
-            {
-                "mutants": [r.to_dict() for r in results],
-                "killed": len(results) - len(survived),
-                "survived": survived,
-                "exit_code": code,
-            }
-        )
+        _emit_json(document)
     else:
         typer.echo(render_matrix(results))
         typer.echo("")
         typer.echo(
-            f"{len(results) - len(survived)}/{len(results)} killed"
+            summary_line(document)
             + (f"; survived: {', '.join(str(s) for s in survived)}" if survived else "")
         )
-    raise typer.Exit(code)
+        if out is not None:
+            typer.echo(f"results written to {out}")
+    raise typer.Exit(document["exit_code"])
+
+
+def _check_out(path: str) -> Any:
+    """The ``--out`` file as a Path, or a one-line error if it cannot be one."""
+    from pathlib import Path
+
+    target = Path(path)
+    if target.is_dir():
+        raise HarnessError(f"--out {path}: is a directory")
+    if not target.parent.is_dir():
+        raise HarnessError(f"--out {path}: no such folder {str(target.parent)!r}")
+    return target
+
+
+def _write_document(path: str, document: Mapping[str, Any]) -> None:
+    """Write a JSON document whole (a temporary file renamed over the target:
+    a failed write never leaves half a document, nor clobbers the old one)."""
+    from pathlib import Path
+
+    target = _check_out(path)
+    tmp = target.with_name(target.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise HarnessError(f"--out {path}: cannot write ({exc.strerror})") from None
 
 
 def vars_of(mutant: Any) -> dict[str, Any]:

@@ -184,6 +184,37 @@ def library_planted_bugs() -> dict[str, str]:
 # --- the kill check ---------------------------------------------------------------
 
 
+class CountingTarget:
+    """A target that counts what was sent through it, as
+    :func:`.shrink.size_of` counts a trace: every step, the operations
+    (requests other than hello and create) and the faults (kills, and
+    requests with a failpoint). A request that raises (a divergence) is
+    counted: it is the step the detection happened at."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.steps = self.operations = self.faults = 0
+
+    def request(self, op: Any, crash_at: str | None = None) -> Any:
+        from ..model import Create, Hello
+
+        self.steps += 1
+        if not isinstance(op, (Hello, Create)):
+            self.operations += 1
+        if crash_at is not None:
+            self.faults += 1
+        return self.inner.request(op, crash_at)
+
+    def kill(self) -> Any:
+        self.steps += 1
+        self.faults += 1
+        return self.inner.kill()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 @dataclass
 class Kill:
     """One detection: by what, where, after how long."""
@@ -192,6 +223,9 @@ class Kill:
     where: str  # "scenario NAME" or "seed N"
     detail: str
     seconds: float  # from the start of the mutant's check to this detection
+    # Length of the detecting run up to the detection, as shrink.size_of counts
+    # (requests other than hello and create); None when not measured.
+    operations: int | None = None
 
     @property
     def counts(self) -> bool:
@@ -205,6 +239,12 @@ class KillResult:
     scenarios_run: int = 0
     seeds_run: int = 0
     seconds: float = 0.0
+    shrunk_ops: int | None = None  # the first detection, shrunk (when a shrinker ran)
+
+    @property
+    def runs(self) -> int:
+        """Scenarios and seeds run (with ``first_only``: up to the first detection)."""
+        return self.scenarios_run + self.seeds_run
 
     @property
     def first(self) -> Kill | None:
@@ -221,14 +261,30 @@ class KillResult:
         return [k for k in self.kills if not k.counts]
 
     def to_dict(self) -> dict[str, Any]:
+        """The result's stable JSON shape (:data:`RESULT_FIELDS` first)."""
         first = self.first
+        where = first.where if first else None
+        mutant = MUTANTS.get(self.mutant or "")
         return {
             "mutant": self.mutant,
+            "bug_class": mutant.bug_class if mutant else None,
+            "killed_by": first.by if first else "none",
+            "detail": first.detail if first else None,
+            "scenario": where.removeprefix("scenario ")
+            if where and where.startswith("scenario ")
+            else None,
+            "seed": int(where.removeprefix("seed "))
+            if where and where.startswith("seed ")
+            else None,
+            "seconds_to_detect": round(first.seconds, 3) if first else None,
+            "runs": self.runs,
+            "operations": first.operations if first else None,
+            "shrunk_ops": self.shrunk_ops,
+            "not_counted": [f"{k.by}: {k.where}: {k.detail}" for k in self.bad],
+            # the earlier shape, kept for readers of `inboxsim mutants --json`
             "killed": self.killed,
             "by": first.by if first else None,
-            "where": first.where if first else None,
-            "seconds_to_detect": round(first.seconds, 3) if first else None,
-            "detail": first.detail if first else None,
+            "where": where,
             "killers": [f"{k.by}: {k.where}" for k in self.kills],
             "scenarios_run": self.scenarios_run,
             "seeds_run": self.seeds_run,
@@ -263,25 +319,32 @@ def check_mutant(
     result = KillResult(name)
     started = time.perf_counter()
 
-    def new_lock(step_limit: int) -> LockstepTarget:
+    def new_lock(step_limit: int) -> CountingTarget:
         folder = base / f"{name or 'none'}-{next(counter)}"
-        return LockstepTarget(
-            ModelTarget(policy, step_limit),
-            AdapterTarget(argv, folder, step_limit, timeout, name=f"sqlite[{name or 'none'}]"),
+        return CountingTarget(
+            LockstepTarget(
+                ModelTarget(policy, step_limit),
+                AdapterTarget(argv, folder, step_limit, timeout, name=f"sqlite[{name or 'none'}]"),
+            )
         )
 
+    current: list[CountingTarget] = []  # the targets of the run being checked
+
     def found(by: str, where: str, detail: str) -> None:
-        result.kills.append(Kill(by, where, detail, time.perf_counter() - started))
+        operations = sum(t.operations for t in current) if current else None
+        result.kills.append(Kill(by, where, detail, time.perf_counter() - started, operations))
 
     for loaded in scenarios:
         where = f"scenario {loaded.scenario.name}"
         result.scenarios_run += 1
-        holder: list[LockstepTarget] = []
+        holder: list[CountingTarget] = []
+        current[:] = []
 
         def target_factory(
-            _policy: Policy, step_limit: int, holder: list[LockstepTarget] = holder
-        ) -> LockstepTarget:
+            _policy: Policy, step_limit: int, holder: list[CountingTarget] = holder
+        ) -> CountingTarget:
             holder.append(new_lock(step_limit))
+            current.append(holder[-1])
             return holder[-1]
 
         try:
@@ -312,12 +375,14 @@ def check_mutant(
             run_kw = {"monitor": _NoMonitor, "violation": _no_violation}
         for seed in seeds:
             result.seeds_run += 1
-            made: list[LockstepTarget] = []
+            made: list[CountingTarget] = []
+            current[:] = []
 
             def seed_factory(
-                _policy: Policy, step_limit: int, made: list[LockstepTarget] = made
-            ) -> LockstepTarget:
+                _policy: Policy, step_limit: int, made: list[CountingTarget] = made
+            ) -> CountingTarget:
                 made.append(new_lock(step_limit))
+                current.append(made[-1])
                 return made[-1]
 
             try:
@@ -374,58 +439,117 @@ def kill_matrix(
     return [check_mutant(n, scenarios, seeds, **kw) for n in (MUTANTS if names is None else names)]
 
 
+# The leading keys of every mutant's entry in the results document, in order.
+RESULT_FIELDS = (
+    "mutant",
+    "bug_class",
+    "killed_by",  # divergence | invariant | expectation | none
+    "detail",
+    "scenario",  # the library scenario that killed it, or None
+    "seed",  # the seed that killed it, or None
+    "seconds_to_detect",
+    "runs",  # scenarios + seeds run up to the first detection
+    "operations",  # length of the detecting run up to the detection
+    "shrunk_ops",  # that run shrunk, when a shrinker ran; else None
+    "not_counted",  # protocol errors and harness crashes seen (they do not kill)
+)
+FORMAT = "inboxsim-mutants"
+FORMAT_VERSION = 1
+
+
+def _median(values: Sequence[float]) -> float | None:
+    import statistics
+
+    return statistics.median(values) if values else None
+
+
+def matrix_document(
+    results: Sequence[KillResult], *, seeds: int, ops: int, policy: str = "g4"
+) -> dict[str, Any]:
+    """The kill matrix as one JSON document (``inboxsim mutants --json`` and
+    ``--out PATH``): the run's parameters, one entry per mutant
+    (:data:`RESULT_FIELDS` first), and the summary figures."""
+    survived = [r.mutant for r in results if not r.killed]
+    killed = [r for r in results if r.first is not None]
+    times = [r.first.seconds for r in killed if r.first is not None]
+    shrunk = [float(r.shrunk_ops) for r in killed if r.shrunk_ops is not None]
+    lengths = [
+        float(r.first.operations)
+        for r in killed
+        if r.first is not None and r.first.operations is not None
+    ]
+    by: dict[str, int] = {}
+    for r in results:
+        kind = r.first.by if r.first is not None else "none"
+        by[kind] = by.get(kind, 0) + 1
+
+    def rounded(x: float | None) -> float | None:
+        return round(x, 3) if x is not None else None
+
+    return {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "policy": policy,
+        "seeds": seeds,
+        "ops": ops,
+        "mutants": [r.to_dict() for r in results],
+        "killed": len(results) - len(survived),
+        "survived": survived,
+        "summary": {
+            "mutants": len(results),
+            "killed_by": dict(sorted(by.items())),
+            "median_seconds_to_detect": rounded(_median(times)),
+            "worst_seconds_to_detect": rounded(max(times) if times else None),
+            "median_operations": _median(lengths),
+            "median_shrunk_ops": _median(shrunk),
+        },
+        "exit_code": 1 if survived else 0,
+    }
+
+
 def render_matrix(results: Sequence[KillResult]) -> str:
-    """The kill matrix as a Markdown table."""
+    """The kill matrix as a Markdown table. ``length`` is the detecting run's
+    operations up to the detection, ``shrunk`` that run shrunk (``-`` when no
+    shrinker ran)."""
     lines = [
-        "| mutant | class | killed by | first detection | time to detect | all detections |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| mutant | class | killed by | first detection | time to detect | length | shrunk "
+        "| all detections |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         m = MUTANTS.get(r.mutant or "")
         first = r.first
         others = sorted({k.where.removeprefix("scenario ") for k in r.kills if k.counts})
         bad = [f"{k.by} ({k.where})" for k in r.bad]
+        length = first.operations if first and first.operations is not None else "-"
+        shrunk = r.shrunk_ops if r.shrunk_ops is not None else "-"
         lines.append(
             f"| {r.mutant or '(none)'} | {m.bug_class if m else ''} | "
             f"{first.by if first else 'SURVIVED'} | {first.where if first else ''} | "
-            f"{f'{first.seconds:.2f} s' if first else ''} | "
+            f"{f'{first.seconds:.2f} s' if first else ''} | {length} | {shrunk} | "
             f"{', '.join(others)}{'; NOT COUNTED: ' + ', '.join(bad) if bad else ''} |"
         )
     return "\n".join(lines)
 
 
+def summary_line(document: dict[str, Any]) -> str:
+    """One line of figures from :func:`matrix_document`'s summary."""
+    s = document["summary"]
+
+    def fig(x: float | None, unit: str = "") -> str:
+        return "-" if x is None else f"{x:g}{unit}"
+
+    kinds = ", ".join(f"{n} by {k}" for k, n in s["killed_by"].items())
+    return (
+        f"{document['killed']}/{s['mutants']} killed ({kinds}); time to detect: median "
+        f"{fig(s['median_seconds_to_detect'], ' s')}, "
+        f"worst {fig(s['worst_seconds_to_detect'], ' s')}; "
+        f"median length {fig(s['median_operations'], ' ops')}, "
+        f"median shrunk length {fig(s['median_shrunk_ops'], ' ops')}"
+    )
+
+
 # --- first detection under a wall-time budget: seeded conformance vs Hypothesis -----
-
-
-class CountingTarget:
-    """A target that counts what was sent through it, as
-    :func:`.shrink.size_of` counts a trace: every step, the operations
-    (requests other than hello and create) and the faults (kills, and
-    requests with a failpoint). A request that raises (a divergence) is
-    counted: it is the step the detection happened at."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.steps = self.operations = self.faults = 0
-
-    def request(self, op: Any, crash_at: str | None = None) -> Any:
-        from ..model import Create, Hello
-
-        self.steps += 1
-        if not isinstance(op, (Hello, Create)):
-            self.operations += 1
-        if crash_at is not None:
-            self.faults += 1
-        return self.inner.request(op, crash_at)
-
-    def kill(self) -> Any:
-        self.steps += 1
-        self.faults += 1
-        return self.inner.kill()
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 @dataclass
@@ -625,6 +749,9 @@ __all__ = [
     "check_mutant",
     "kill_matrix",
     "library_planted_bugs",
+    "matrix_document",
     "mutant_command",
+    "RESULT_FIELDS",
     "render_matrix",
+    "summary_line",
 ]

@@ -25,10 +25,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inboxsim.model import load_policy
+from inboxsim.model import Policy, load_policy
+from inboxsim.sim.lockstep import LockstepTarget
 from inboxsim.sim.run import RunOptions, RunResult, run_random
 from inboxsim.sim.shrink import size_of
-from inboxsim.sim.stateful import InboxMachine
+from inboxsim.sim.stateful import InboxMachine, hunt
+from inboxsim.sim.target import ModelTarget
 
 OPTIONS = RunOptions(ops=30)
 QUICK = settings(
@@ -95,6 +97,7 @@ def test_hypothesis_finds_and_shrinks_the_g2_timestamp_violation() -> None:
 
 # --- 3. a rule-based state machine over the model and the Monitor ------------------------
 
+
 # The machine lives in the package (inboxsim.sim.stateful), so that the mutant
 # benchmark drives adapters with the very same rules; here it runs the model.
 class ModelMachineG4(InboxMachine):
@@ -128,3 +131,38 @@ def test_state_machine_checkers_are_live() -> None:
     assert [v.invariant for v in machine.violations] == ["monotonic-visible-time"]
     with pytest.raises(AssertionError, match="monotonic-visible-time"):
         machine.no_violation()
+
+
+# --- 4. the machine under a budget (sim.stateful.hunt) ------------------------------------
+
+
+class _G5AgainstG4(InboxMachine):
+    """The g5 model as the target, in lockstep with the g4 model: they differ
+    (g5 departs from g4 on retries and the barrier), so a hunt must find it."""
+
+    def target(self, policy: Policy) -> Any:
+        return LockstepTarget(
+            ModelTarget(policy, self.STEP_LIMIT), ModelTarget(load_policy("g5"), self.STEP_LIMIT)
+        )
+
+
+def test_hunt_finds_a_divergence_and_shrinks_it() -> None:
+    # The budget is examples, not seconds: derandomized, the result is the same each time.
+    found = hunt(_G5AgainstG4, detect_seconds=10_000, shrink_seconds=10, max_examples=300)
+    assert found.found and found.first is not None and found.shrunk is not None
+    assert found.first.kind == "divergence", found.first
+    assert found.shrunk.kind == "divergence"
+    assert 1 <= found.shrunk.operations <= found.first.operations
+    assert found.examples_to_detect is not None and found.examples >= found.examples_to_detect
+    assert found.to_dict()["shrunk"]["operations"] == found.shrunk.operations
+
+
+def test_hunt_holds_on_a_correct_target() -> None:
+    found = hunt(ModelMachineG4, detect_seconds=10_000, max_examples=10, steps=10)
+    assert not found.found and found.examples >= 10 and found.failures == []
+
+
+def test_hunt_stops_at_its_budget() -> None:
+    ticks = iter(range(0, 1_000_000, 10))  # a clock that runs 10 s per reading
+    found = hunt(ModelMachineG4, detect_seconds=5, clock=lambda: next(ticks))
+    assert not found.found and found.examples == 0
