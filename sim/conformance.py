@@ -627,7 +627,6 @@ def mutant_matrix(
         for i, fut in enumerate(as_completed(futures), start=1):
             name = futures[fut]
             results[name] = fut.result()
-            say(
-                f"mutants: [{i}/{len(work)}] {name}: {'killed' if results[name].killed else 'SURVIVED'}"
-            )
+            verdict = "killed" if results[name].killed else "SURVIVED"
+            say(f"mutants: [{i}/{len(work)}] {name}: {verdict}")
     return [results[n] for n in chosen]
