@@ -7,11 +7,26 @@ holds the scenario library, ``inboxsim.reports`` writes the reports, and
 ``inboxsim.cli`` is the ``inboxsim`` command.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from functools import cache
 
-try:
-    __version__: str = version("inboxsim")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.1.0"
+
+@cache
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("inboxsim")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0.1.0"
+
+
+def __getattr__(name: str) -> str:
+    # Looked up on first use (PEP 562): importlib.metadata is a noticeable part
+    # of the start-up of a process that never needs the version (the model
+    # adapter, started once per seed and after every kill).
+    if name == "__version__":
+        return _version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["__version__"]

@@ -459,6 +459,16 @@ def conformance_command(
         str | None,
         typer.Option("--db", help="Also write the results into this store's conformance table.", show_default=False),
     ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", help="Worker processes for the seeds.")] = 1,
+    shrink: Annotated[
+        int, typer.Option("--shrink", help="Shrink the first N failures through the adapter to repro files.")
+    ] = 3,
+    repro_dir: Annotated[
+        str, typer.Option("--repro-dir", help="Where the minimal repro scenarios are written.")
+    ] = "inboxsim-repros",
+    shrink_seconds: Annotated[
+        float, typer.Option("--shrink-seconds", help="Time budget of each shrink.")
+    ] = 60.0,
     as_json: JsonFlag = False,
 ) -> None:
     """Lockstep against the model: the scenario library, then a seeded sweep.
@@ -469,6 +479,8 @@ def conformance_command(
 
     if adapter_timeout <= 0:
         raise HarnessError(f"--adapter-timeout must be positive, not {adapter_timeout}")
+    if shrink < 0 or shrink_seconds <= 0:
+        raise HarnessError("--shrink must be non-negative and --shrink-seconds positive")
     argv, policy_name, timeout, label = target_command(adapter, target, policy, adapter_timeout)
     result = conformance(
         argv,
@@ -481,6 +493,10 @@ def conformance_command(
         library=not no_library,
         progress=lambda msg: print(msg, file=sys.stderr),
         target_name=label,
+        shrink=shrink,
+        jobs=jobs,
+        repro_dir=repro_dir,
+        shrink_seconds=shrink_seconds,
     )
     batch = store_results(db, result) if db is not None else None
     if as_json:

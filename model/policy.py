@@ -9,7 +9,6 @@ a preset's name. The presets are the table of ``harness-contract.md``.
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -144,6 +143,8 @@ def load_policy(name_or_file: str) -> Policy:
         raise PolicyError(
             f"unknown policy {name_or_file!r}: expected one of {', '.join(PRESETS)} or a .toml file"
         )
+    import tomllib  # here: a preset (the usual case) needs no TOML parser at start-up
+
     try:
         table = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:

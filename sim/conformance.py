@@ -48,6 +48,10 @@ VERDICTS = ("held", "violated", "diverged", "protocol error", "not testable", "n
 FAILING = frozenset({"violated", "diverged", "protocol error"})
 TARGETS = ("sqlite", "model-adapter", "opencode")
 DEFAULT_OPS = 40
+SHRINKABLE = frozenset({"diverged", "violated"})  # failures shrunk to a repro file
+SEED_ROWS = 50  # more seeds than this: the summary lists only those that did not hold
+DEFAULT_SHRINK = 3  # failures shrunk per conformance run
+DEFAULT_SHRINK_SECONDS = 60.0  # the budget of each
 
 Progress = Callable[[str], None]
 
@@ -62,6 +66,7 @@ class Item:
     detail: str = ""
     repro: str = ""
     seconds: float = 0.0
+    repro_file: str = ""  # a minimal repro scenario, shrunk through the same adapter
 
     @property
     def failed(self) -> bool:
@@ -74,6 +79,7 @@ class Item:
             "verdict": self.verdict,
             "detail": self.detail,
             "repro": self.repro,
+            "repro_file": self.repro_file,
             "seconds": round(self.seconds, 3),
         }
 
@@ -135,11 +141,19 @@ class ConformanceReport:
             if not rows:
                 continue
             out.append(f"{kind:<{width + 4}}verdict")
+            quiet = 0
             for i in rows:
+                if kind == "seed" and len(rows) > SEED_ROWS and i.verdict == "held":
+                    quiet += 1  # a long sweep: list what did not hold, count the rest
+                    continue
                 note = ""
                 if i.verdict == "not testable" or (i.failed and kind == "invariant"):
                     note = "  (" + i.detail.splitlines()[0][:100] + ")" if i.detail else ""
+                if i.repro_file:
+                    note += f"  repro file {i.repro_file}"
                 out.append(f"  {i.item:<{width}}  {i.verdict}{note}")
+            if quiet:
+                out.append(f"  ({quiet} more seeds held)")
             out.append("")
         counts = self.counts()
         out.append(
@@ -160,6 +174,14 @@ class ConformanceReport:
             out += ["", f"=== {i.kind} {i.item}: {i.verdict}", i.detail]
             if i.repro:
                 out.append(f"repro: {i.repro}")
+            if i.repro_file:
+                out.append(f"minimal repro scenario: {i.repro_file}")
+                out.append(
+                    "  rerun it alone: "
+                    + shlex.join(
+                        ["inboxsim", "run", i.repro_file, "--adapter", shlex.join(self.command)]
+                    )
+                )
         out.append("")
         out.append(f"{'PASSED' if self.passed else 'FAILED'} in {self.seconds:.1f} s")
         return out
@@ -402,6 +424,73 @@ def seed_item(
     return SeedOutcome(item, violations, exercised, not_testable, steps, kills, crashes)
 
 
+# --- seeds in worker processes ----------------------------------------------------
+
+SEED_BATCH = 25  # most seeds per task (fewer when there are few seeds per worker)
+
+
+def _seed_batch(
+    args: tuple[list[int], list[str], str, str, int, float, str, str],
+) -> list[tuple[int, SeedOutcome]]:
+    from ..model import load_policy
+
+    seeds, argv, policy_name, policy_arg, ops, timeout, base, name = args
+    policy = load_policy(policy_name)
+    return [
+        (s, seed_item(s, argv, policy, policy_arg, ops, timeout, Path(base), name)) for s in seeds
+    ]
+
+
+def _seed_outcomes(
+    seeds: range,
+    argv: list[str],
+    policy: Policy,
+    policy_arg: str,
+    ops: int,
+    timeout: float,
+    base: Path,
+    name: str,
+    jobs: int,
+    say: Progress,
+) -> list[tuple[int, SeedOutcome]]:
+    """Each seed's outcome, in seed order; ``jobs`` worker processes (from a
+    forkserver, as the sweep's) when more than one."""
+    total = len(seeds)
+    if jobs <= 1 or total <= 1:
+        out = []
+        for n, seed in enumerate(seeds, start=1):
+            say(f"conformance: seed {seed} ({n}/{total})")
+            out.append((seed, seed_item(seed, argv, policy, policy_arg, ops, timeout, base, name)))
+        return out
+    import concurrent.futures as cf
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if "forkserver" in methods:
+        ctx.set_forkserver_preload(["inboxsim.sim.conformance", "inboxsim.invariants"])
+    seed_list = list(seeds)
+    size = max(1, min(SEED_BATCH, total // (jobs * 4)))  # keep every worker busy to the end
+    batches = [seed_list[i : i + size] for i in range(0, total, size)]
+    # the policy goes by name when it is a preset, else the argument (a file) as given
+    policy_name = policy_arg if policy_arg else policy.name
+    results: dict[int, SeedOutcome] = {}
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        futures = [
+            pool.submit(
+                _seed_batch,
+                (b, argv, policy_name, policy_arg, ops, timeout, str(base), name),
+            )
+            for b in batches
+        ]
+        for fut in cf.as_completed(futures):
+            for seed, outcome in fut.result():
+                results[seed] = outcome
+            bad = sum(1 for o in results.values() if o.item.failed)
+            say(f"conformance: {len(results)}/{total} seeds done, {bad} failing")
+    return [(s, results[s]) for s in seed_list]
+
+
 # --- the whole check --------------------------------------------------------------
 
 
@@ -418,12 +507,23 @@ def conformance(
     workdir: str | Path | None = None,
     progress: Progress | None = None,
     target_name: str | None = None,
+    shrink: int = 0,
+    repro_dir: str | Path | None = None,
+    shrink_seconds: float = DEFAULT_SHRINK_SECONDS,
+    shrink_runs: int = 300,
+    jobs: int = 1,
 ) -> ConformanceReport:
     """Check an adapter (``command``: argv list or a command line) against the
     model under ``policy``: the scenario library (``scenarios`` narrows it to
     some names; ``library=False`` skips it), then ``seeds`` seeds from
     ``seed_start``. Never raises for the target's failures: they are the
-    report's items. Raises :class:`HarnessError` for bad usage."""
+    report's items. Raises :class:`HarnessError` for bad usage.
+
+    The first ``shrink`` (the command line: 3) diverged or violated scenarios and seeds are shrunk
+    through the same adapter (at most ``shrink_seconds`` each) to a minimal
+    repro scenario file in ``repro_dir`` (default ``./inboxsim-repros``),
+    named in the item's ``repro_file``. ``jobs`` > 1 runs the seeds in that
+    many worker processes, each starting its own adapters."""
     from ..invariants.registry import REGISTRY
     from ..model import load_policy
     from ..scenarios.load import load_library
@@ -433,6 +533,8 @@ def conformance(
         raise HarnessError("an adapter needs a command to run")
     if seeds < 0 or seed_start < 0 or ops < 0:
         raise HarnessError("--seeds, --seed-start and --ops must be non-negative")
+    if jobs < 1:
+        raise HarnessError(f"--jobs must be at least 1, not {jobs}")
     the_policy = load_policy(policy)
     say = progress or (lambda _msg: None)
     name = target_name or shlex.join(argv)
@@ -452,6 +554,7 @@ def conformance(
         else:
             chosen = loaded
     not_testable: dict[str, str] = {}
+    failing: list[tuple[Item, Any]] = []  # (item, the loaded scenario or the seed)
     tmp = tempfile.TemporaryDirectory(prefix="inboxsim-conformance-") if workdir is None else None
     base = Path(tmp.name if tmp is not None else workdir)  # type: ignore[arg-type]
     try:
@@ -467,13 +570,25 @@ def conformance(
                 name,
             )
             report.items.append(item)
+            if item.verdict in SHRINKABLE:
+                failing.append((item, loaded_scenario))
             for k, v in nt.items():
                 not_testable.setdefault(k, v)
         exercised: set[str] = set()
         violated: dict[str, tuple[int, str, str]] = {}
-        for seed in range(seed_start, seed_start + seeds):
-            say(f"conformance: seed {seed} ({seed - seed_start + 1}/{seeds})")
-            outcome = seed_item(seed, argv, the_policy, policy, ops, timeout, base, name)
+        outcomes = _seed_outcomes(
+            range(seed_start, seed_start + seeds),
+            argv,
+            the_policy,
+            policy,
+            ops,
+            timeout,
+            base,
+            name,
+            jobs,
+            say,
+        )
+        for seed, outcome in outcomes:
             report.items.append(outcome.item)
             first_line = outcome.item.detail.splitlines()[0] if outcome.item.detail else ""
             say(f"conformance: seed {seed}: {outcome.item.verdict}; {first_line}")
@@ -481,6 +596,8 @@ def conformance(
                 report.totals["steps"] += outcome.steps
                 report.totals["kills"] += outcome.kills
                 report.totals["failpoint_crashes"] += outcome.failpoint_crashes
+            if outcome.item.verdict in SHRINKABLE:
+                failing.append((outcome.item, seed))
             exercised |= outcome.exercised
             for inv, msg in outcome.violations:
                 violated.setdefault(inv, (seed, msg, outcome.item.repro))
@@ -511,11 +628,85 @@ def conformance(
                     )
         for feature, why in sorted(not_testable.items()):
             report.items.append(Item("feature", feature, "not testable", why))
+        out = Path(repro_dir) if repro_dir is not None else Path("inboxsim-repros")
+        for item, what in failing[: max(0, shrink)]:
+            say(f"conformance: shrinking {item.kind} {item.item} through the adapter")
+            _attach_repro(
+                item,
+                what,
+                argv,
+                the_policy,
+                ops,
+                timeout,
+                base,
+                name,
+                out,
+                shrink_seconds,
+                shrink_runs,
+            )
     finally:
         if tmp is not None:
             tmp.cleanup()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _attach_repro(
+    item: Item,
+    what: Any,
+    argv: list[str],
+    policy: Policy,
+    ops: int,
+    timeout: float,
+    base: Path,
+    name: str,
+    out: Path,
+    seconds: float,
+    runs: int,
+) -> None:
+    """Shrink one failure through the adapter; the file's path and how it was
+    checked go into the item (a shrink that fails is said, never raised)."""
+    from .repro import shrink_conformance, shrink_conformance_scenario
+
+    try:
+        if isinstance(what, int):
+            repro = shrink_conformance(
+                what,
+                argv,
+                policy,
+                ops=ops,
+                timeout=timeout,
+                time_limit=seconds,
+                max_runs=runs,
+                workdir=base,
+                name=name,
+                out=out,
+            )
+        else:
+            repro = shrink_conformance_scenario(
+                what,
+                argv,
+                policy,
+                timeout=timeout,
+                time_limit=seconds,
+                max_runs=runs,
+                workdir=base,
+                name=name,
+                out=out,
+            )
+    except Exception as exc:  # noqa: BLE001 - the verdict stands without its repro
+        item.detail += f"\n(no minimal repro: shrinking failed: {type(exc).__name__}: {exc})"
+        return
+    if repro is None or repro.path is None:
+        item.detail += "\n(no minimal repro: the failure did not recur when run again)"
+        return
+    item.repro_file = repro.path
+    item.detail += (
+        f"\nminimal repro: {repro.path} ({repro.steps} steps, from {repro.original_steps}; "
+        f"{repro.key}; fails in lockstep: {'yes' if repro.verified else 'NO'}; "
+        f"fails alone: {'yes' if repro.standalone else 'no'}; "
+        f"passes on the model: {'yes' if repro.model_passes else 'NO'})"
+    )
 
 
 # --- storing --------------------------------------------------------------------
@@ -531,6 +722,7 @@ CREATE TABLE IF NOT EXISTS conformance (
     verdict VARCHAR,
     detail VARCHAR,
     repro VARCHAR,
+    repro_file VARCHAR,
     seconds DOUBLE,
     recorded_at TIMESTAMP DEFAULT current_timestamp
 )
@@ -545,11 +737,13 @@ def store_results(db: str | Path, report: ConformanceReport) -> int:
     with Store(db) as store:
         con = store.con
         con.execute(DDL)
+        # a store written before repro files existed
+        con.execute("ALTER TABLE conformance ADD COLUMN IF NOT EXISTS repro_file VARCHAR")
         row = con.execute("SELECT coalesce(max(conformance_id), 0) + 1 FROM conformance").fetchone()
         batch = int(row[0]) if row else 1
         con.executemany(
             "INSERT INTO conformance (conformance_id, target, command, policy, kind, item, "
-            "verdict, detail, repro, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "verdict, detail, repro, repro_file, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     batch,
@@ -561,6 +755,7 @@ def store_results(db: str | Path, report: ConformanceReport) -> int:
                     i.verdict,
                     i.detail,
                     i.repro,
+                    i.repro_file,
                     i.seconds,
                 )
                 for i in report.items
@@ -574,9 +769,18 @@ __all__ = [
     "Item",
     "conformance",
     "repro_command",
+    "shrink_conformance",
     "store_results",
     "target_command",
 ]
+
+
+def shrink_conformance(*args: Any, **kw: Any) -> Any:
+    """:func:`.repro.shrink_conformance`: a failing conformance seed shrunk
+    through the same adapter to a minimal repro scenario."""
+    from .repro import shrink_conformance as shrink
+
+    return shrink(*args, **kw)
 
 
 # --- the mutant kill matrix, across processes ------------------------------------

@@ -37,11 +37,14 @@ import sys
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from pydantic import ValidationError
-
 from ..model import Crashed, Err, Policy, State, apply, initial_state, load_policy, op_from_wire
 from ..model.policy import PolicyError
-from .protocol import REQUEST, describe
+from .request_check import valid
+
+# pydantic and the protocol's validators (sim/protocol.py) are imported only
+# for a request the quick check (sim/request_check.py) is not sure of: this
+# process starts once per seed and after every kill, and that import was about
+# half of its start-up time.
 
 JOURNAL = "model-journal.jsonl"
 JOURNAL_VERSION = 1
@@ -143,19 +146,8 @@ def serve(
         if not isinstance(rid, int) or isinstance(rid, bool):
             print(f"inboxsim-model: request has no integer rid: {line[:200]!r}", file=stderr)
             return BAD_INPUT_EXIT
-        try:
-            request = REQUEST.validate_python(doc)
-        except ValidationError as exc:
-            unknown_op = any(e["type"] == "union_tag_invalid" for e in exc.errors())
-            code = "unsupported" if unknown_op else "invalid_request"
-            _respond(
-                stdout,
-                {
-                    "rid": rid,
-                    "ok": False,
-                    "error": {"code": code, "message": describe(exc, tagged=True)},
-                },
-            )
+        request = doc if valid(doc) else _validated(doc, rid, stdout)
+        if request is None:
             continue
         wire = {k: v for k, v in request.items() if k not in ("rid", "crash_at")}
         crash_at = request.get("crash_at")
@@ -181,6 +173,30 @@ def serve(
             response = {"rid": rid, "ok": True, "result": reply.result}
         _respond(stdout, response)
     return 0
+
+
+def _validated(doc: dict[str, Any], rid: int, stdout: BinaryIO) -> dict[str, Any] | None:
+    """The protocol's own (pydantic) validation: the request, or None after
+    answering it with the error."""
+    from pydantic import ValidationError
+
+    from .protocol import REQUEST, describe
+
+    try:
+        request: dict[str, Any] = REQUEST.validate_python(doc)
+    except ValidationError as exc:
+        unknown_op = any(e["type"] == "union_tag_invalid" for e in exc.errors())
+        code = "unsupported" if unknown_op else "invalid_request"
+        _respond(
+            stdout,
+            {
+                "rid": rid,
+                "ok": False,
+                "error": {"code": code, "message": describe(exc, tagged=True)},
+            },
+        )
+        return None
+    return request
 
 
 def _respond(stdout: BinaryIO, response: dict[str, Any]) -> None:

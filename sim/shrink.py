@@ -39,7 +39,7 @@ from ..model import Create, Hello, Policy
 from . import checkers
 from .rng import Chooser, replayer
 from .run import RunOptions, RunResult, run, run_seed
-from .trace import Step
+from .trace import Phase, Step, StepKind
 
 DEFAULT_MAX_RUNS = 20_000
 DEFAULT_TIME_LIMIT = 60.0
@@ -620,6 +620,11 @@ def _thaw(value: Any) -> Any:
 
 
 __all__ = [
+    "TargetFailure",
+    "ThroughShrink",
+    "failure_key",
+    "run_through",
+    "shrink_through",
     "Size",
     "size_of",
     "ShrinkResult",
@@ -629,3 +634,316 @@ __all__ = [
     "shrink_scenario_file",
     "verify_scenario",
 ]
+
+
+# --- through any target (an adapter in lockstep with the model) -------------------
+#
+# The same delta debugging over a seed's decision list, but each candidate is
+# run against targets that ``target`` (a run_seed ``target=`` factory, e.g.
+# conformance's lockstep factory) builds -- real processes, real SIGKILLs.
+#
+# "Still fails the same way" is the equality of a failure key:
+#
+# - ``violated:<invariant>``: the run's first violation is that invariant;
+# - ``diverged:<op>:<part>``: the lockstep target raised a Divergence at a
+#   request of that kind (``prompt``, ``answer``, ``kill`` for a crash
+#   between requests, ...) in that compared part: ``reply``, ``retry`` (the
+#   exact-retry receipt rule), ``pending``, ``transcript`` or ``calls``. The
+#   session named by a pending/transcript part is left out: the shrinker may
+#   renumber which session shows the same bug.
+#
+# A protocol error, an operation one side cannot test, or any other key is
+# "does not fail the same way", so the candidate is dropped.
+
+
+def failure_key(failure: Any) -> str:
+    """The key of a failure: a Divergence, a violation, or a RunResult."""
+    if isinstance(failure, RunResult):
+        first = first_violation(failure)
+        return "" if first is None else failure_key(first)
+    where = getattr(failure, "where", None)
+    if isinstance(where, str) and hasattr(failure, "target_raw"):
+        request = getattr(failure, "request", None)
+        op = request.get("op", "?") if isinstance(request, dict) else "kill"
+        return f"diverged:{op}:{where.split()[0] if where.split() else where}"
+    return f"violated:{failure.invariant}"
+
+
+@dataclass(frozen=True, slots=True)
+class TargetFailure:
+    """One run through a target: its failure key ('' when it held), what the
+    failure said, the steps up to and including the failing one (for a
+    divergence the last step is the request that diverged, with no reply),
+    and the decisions consumed."""
+
+    key: str
+    message: str
+    steps: tuple[Step, ...]
+    decisions: tuple[int, ...]
+    marks: tuple[int, ...]  # per step: decisions drawn by then
+    stopped_in: str  # the phase of the failing step: "safety" or "liveness"
+    result: RunResult | None  # None for a divergence (the run raised)
+    where: str = ""  # a divergence's compared part, session included ("pending s1")
+
+
+class _Tap:
+    """A target wrapper that remembers the request in flight, so that the
+    request a Divergence interrupted can be written into the scenario."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.last: tuple[Any, str | None] | None = None  # (op or None for a kill, crash_at)
+
+    def request(self, op: Any, crash_at: str | None = None) -> Any:
+        self.last = (op, crash_at)
+        return self.inner.request(op, crash_at)
+
+    def kill(self) -> Any:
+        self.last = (None, None)
+        return self.inner.kill()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _Recording(_Marking):
+    """A marking monitor that also keeps every step it was fed."""
+
+    def __init__(self, inner: Any, ch: Chooser, at: list[int], steps: list[Step]) -> None:
+        super().__init__(inner, ch, at)
+        self.steps = steps
+
+    def feed(self, step: Step) -> Any:
+        self.steps.append(step)
+        return super().feed(step)
+
+
+def run_through(
+    decisions: Sequence[int],
+    policy: Policy,
+    options: RunOptions,
+    target: Callable[[Policy, int], Any],
+    *,
+    seed: int | None = None,
+) -> TargetFailure:
+    """Replay ``decisions`` (or, with ``seed``, run the seed live) against the
+    targets ``target`` builds, and say how it failed. Every target built is
+    closed, whatever happened."""
+    from .lockstep import Divergence
+    from .rng import seeded
+    from .trace import NOTHING
+
+    ch = seeded(seed) if seed is not None else replayer(decisions)
+    build_monitor, _ = checkers.monitor_for(None, options.only_expected)
+    at: list[int] = []
+    seen: list[Step] = []
+    taps: list[_Tap] = []
+
+    def monitor(policy: Policy, hello: dict[str, Any]) -> Any:
+        return _Recording(build_monitor(policy, hello), ch, at, seen)
+
+    def factory(policy: Policy, step_limit: int) -> Any:
+        taps.append(_Tap(target(policy, step_limit)))
+        return taps[-1]
+
+    try:
+        try:
+            r = run(policy, options, ch, monitor=monitor, target=factory)
+        except Divergence as div:
+            op, crash_at = taps[-1].last if taps and taps[-1].last else (None, None)
+            phase = _phase_of(seen, options.ops)
+            kind: StepKind = "crash" if op is None else "request"
+            last = Step(len(seen), phase, kind, "diverged", op, crash_at, None, NOTHING)
+            return TargetFailure(
+                failure_key(div),
+                div.summary,
+                (*seen, last),
+                tuple(ch.decisions),
+                (*at, len(ch.decisions)),
+                phase,
+                None,
+                div.where,
+            )
+    finally:
+        for tap in taps:
+            try:
+                tap.close()
+            except Exception:  # noqa: BLE001 - a broken target must not mask the verdict
+                pass
+    v = first_violation(r)
+    if v is None:
+        return TargetFailure("", "", r.trace.steps, r.decisions, tuple(at), "", r)
+    steps = upto_violation(r.trace.steps, v)
+    return TargetFailure(
+        failure_key(v),
+        f"{v.invariant}: {v.message}",
+        steps,
+        r.decisions,
+        tuple(at),
+        steps[-1].phase if steps else "safety",
+        r,
+    )
+
+
+def _phase_of(seen: Sequence[Step], ops: int) -> Phase:
+    """The phase of the step after ``seen``: liveness once the safety phase
+    took its ``ops`` workload actions (hello and restarts are not actions)."""
+    if any(s.phase == "liveness" for s in seen):
+        return "liveness"
+    actions = sum(1 for s in seen if s.decision not in ("hello", "restart"))
+    return "liveness" if actions >= ops else "safety"
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughShrink:
+    """A failing run shrunk through a target: ``steps`` end at the failing
+    step; ``ops`` is the RunOptions.ops the ``decisions`` replay with."""
+
+    key: str
+    message: str
+    original: Size
+    final: Size
+    original_decisions: int
+    final_decisions: int
+    decisions: tuple[int, ...]
+    steps: tuple[Step, ...]
+    ops: int
+    runs: int
+    seconds: float
+    where: str = ""
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "message": self.message,
+            "replay_ops": self.ops,
+            "original": {**self.original.to_dict(), "decisions": self.original_decisions},
+            "final": {**self.final.to_dict(), "decisions": self.final_decisions},
+            "runs": self.runs,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def shrink_through(
+    seed: int,
+    policy: Policy,
+    options: RunOptions,
+    target: Callable[[Policy, int], Any],
+    *,
+    key: str | None = None,
+    max_runs: int = 400,
+    time_limit: float = 60.0,
+    first: TargetFailure | None = None,
+) -> ThroughShrink | None:
+    """Run ``seed`` against ``target`` (a run_seed ``target=`` factory) and
+    shrink its decision list while each candidate, run against fresh targets
+    from the same factory, fails with the same :func:`failure_key` (``key``:
+    default the seed's own). None when the seed does not fail. Each candidate
+    costs a real run (adapter starts, crashes), hence the smaller default
+    budget than :func:`shrink_run`'s."""
+    started = time.perf_counter()
+    if first is None:
+        first = run_through((), policy, options, target, seed=seed)
+    if not first.key:
+        return None
+    wanted = key or first.key
+    if first.key != wanted:
+        raise ValueError(f"seed {seed} fails as {first.key}, not {wanted}")
+    best: dict[tuple[int, ...], tuple[TargetFailure, int]] = {}
+    marks: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+    def actions(f: TargetFailure, cap: int) -> int:
+        if f.stopped_in != "safety":
+            return cap
+        return max(1, sum(1 for s in f.steps if s.decision not in ("hello", "restart")))
+
+    cap = [actions(first, options.ops)]
+
+    def key_of(f: TargetFailure) -> Key:
+        size = size_of(f.steps)
+        return (size.operations + size.faults, size.steps, len(f.decisions), f.decisions)
+
+    def test(cand: tuple[Any, ...]) -> tuple[Key, tuple[Any, ...]] | None:
+        f = run_through(cand, policy, replace(options, ops=cap[0]), target)
+        if f.key != wanted:
+            return None
+        best[f.decisions] = (f, cap[0])
+        marks[f.decisions] = f.marks
+        return key_of(f), f.decisions
+
+    best[first.decisions] = (first, options.ops)
+    marks[first.decisions] = first.marks
+    search = _Search(test, first.decisions, key_of(first), max_runs, time_limit)
+    while not search.spent():
+        before = search.cur
+        improved = _step_chunk_pass(search, marks)
+        improved = _step_pass(search, marks) or improved
+        if search.cur != before:
+            cap[0] = actions(best[search.cur][0], cap[0])
+        improved = _delete_pass(search) or improved
+        improved = _zero_pass(search) or improved
+        improved = _lower_pass(search) or improved
+        improved = _through_cap_pass(search, cap, best) or improved
+        if not improved:
+            break
+    final, ops = best[search.cur]
+    return ThroughShrink(
+        key=wanted,
+        message=final.message,
+        original=size_of(first.steps),
+        final=size_of(final.steps),
+        original_decisions=len(first.decisions),
+        final_decisions=len(final.decisions),
+        decisions=final.decisions,
+        steps=final.steps,
+        ops=ops,
+        runs=search.runs,
+        seconds=time.perf_counter() - started,
+        where=final.where,
+    )
+
+
+def _step_chunk_pass(s: _Search, marks: dict[tuple[int, ...], tuple[int, ...]]) -> bool:
+    """Delete runs of whole steps, half of them first, then quarters, down to
+    single steps, never the first (hello) nor the last (the failing one):
+    with a real run per candidate, big cuts first save most runs."""
+    improved = False
+    at = marks.get(s.cur, ())
+    width = max(1, (len(at) - 2) // 2)
+    while width >= 1 and not s.spent():
+        j = len(marks.get(s.cur, ())) - 1 - width
+        while j >= 1 and not s.spent():
+            at = marks.get(s.cur, ())
+            if j + width > len(at) - 1:
+                j = len(at) - 1 - width
+                continue
+            lo, hi = at[j - 1], at[j + width - 1]
+            if hi > lo and s.attempt(s.cur[:lo] + s.cur[hi:]):
+                improved = True
+            else:
+                j -= width
+        width //= 2
+    return improved
+
+
+def _through_cap_pass(
+    s: _Search, cap: list[int], best: dict[tuple[int, ...], tuple[TargetFailure, int]]
+) -> bool:
+    """A failure in the liveness phase: try fewer workload actions."""
+    if best[s.cur][0].stopped_in != "liveness" or cap[0] <= 1:
+        return False
+    old = cap[0]
+    for k in sorted({1, 2, 4, 8, 16, 32, old // 2, old - 1}):
+        if k >= old or s.spent():
+            continue
+        cap[0] = k
+        s.seen = set()
+        s.runs += 1
+        found = s.test(s.cur)
+        if found is not None and found[0] < s.key:
+            s.key, s.cur = found
+            return True
+    cap[0] = old
+    s.seen = set()
+    return False

@@ -44,16 +44,24 @@ def test_cli_sqlite_holds_json(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     assert db.exists()
 
 
-def test_cli_mutant_killed_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_mutant_killed_exit_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     argv, _ = mutant_command("retry-ignores-metadata")
     cmd = " ".join(argv)
+    repros = tmp_path / "repros"
     code = main(
         ["conformance", "--adapter", cmd, "--scenario", "metadata-retry-identity", "--seeds", "0"]
+        + ["--repro-dir", str(repros), "--shrink-seconds", "60"]
     )
     out = capsys.readouterr().out
     assert code == 1, out
     assert "metadata-retry-identity" in out and "repro: inboxsim conformance" in out
     assert "diverged" in out or "violated" in out
+    # the failing library scenario, shrunk through the same adapter, is a file
+    written = repros / "scenario-metadata-retry-identity.toml"
+    assert written.exists(), out
+    assert f"minimal repro scenario: {written}" in out and "fails in lockstep: yes" in out
+    assert main(["run", str(written), "--adapter", cmd]) == 1
+    assert main(["run", str(written), "--adapter", " ".join(mutant_command(None)[0])]) == 0
 
 
 def test_divergence_rendered_side_by_side() -> None:
