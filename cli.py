@@ -527,6 +527,10 @@ def mutants_command(
         str | None,
         typer.Option("--out", help="Also write the results document (JSON) to this file.", show_default=False),
     ] = None,
+    no_shrink: Annotated[bool, typer.Option("--no-shrink", help="Do not shrink the detections.")] = False,
+    shrink_seconds: Annotated[
+        float, typer.Option("--shrink-seconds", help="Longest shrink of one detection, through the adapter.")
+    ] = 30.0,
     as_json: JsonFlag = False,
 ) -> None:
     """The kill matrix: conformance against each planted bug in the SQLite inbox.
@@ -546,11 +550,18 @@ def mutants_command(
         return
     if seeds < 0 or ops < 0 or jobs < 1:
         raise HarnessError("--seeds and --ops must be non-negative and --jobs at least 1")
+    if shrink_seconds <= 0:
+        raise HarnessError(f"--shrink-seconds must be positive, not {shrink_seconds}")
     if out is not None:
         _check_out(out)  # before the run, not after it
     chosen = [n.strip() for n in names.split(",") if n.strip()] if names else None
     results = mutant_matrix(
-        chosen, seeds, ops=ops, jobs=jobs, progress=lambda msg: print(msg, file=sys.stderr)
+        chosen,
+        seeds,
+        ops=ops,
+        jobs=jobs,
+        progress=lambda msg: print(msg, file=sys.stderr),
+        shrink_seconds=None if no_shrink else shrink_seconds,
     )
     document = matrix_document(results, seeds=seeds, ops=ops)
     survived = document["survived"]

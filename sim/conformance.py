@@ -786,12 +786,20 @@ def shrink_conformance(*args: Any, **kw: Any) -> Any:
 # --- the mutant kill matrix, across processes ------------------------------------
 
 
-def _check_one(args: tuple[str, tuple[int, ...], int]) -> Any:
+def _check_one(args: tuple[str, tuple[int, ...], int, float | None]) -> Any:
     from ..scenarios.load import load_library
     from .mutants import check_mutant
 
-    name, seeds, ops = args
-    return check_mutant(name, load_library(), seeds, ops=ops, first_only=True)
+    name, seeds, ops, shrink_seconds = args
+    return check_mutant(
+        name,
+        load_library(),
+        seeds,
+        ops=ops,
+        first_only=True,
+        shrink=shrink_seconds is not None,
+        shrink_seconds=shrink_seconds or 0.0,
+    )
 
 
 def mutant_matrix(
@@ -801,10 +809,13 @@ def mutant_matrix(
     ops: int = 60,
     jobs: int = 1,
     progress: Progress | None = None,
+    shrink_seconds: float | None = None,
 ) -> list[Any]:
     """:func:`.mutants.check_mutant` for each mutant (all by default), stopping
     each at its first detection that counts, ``jobs`` mutants at a time in
-    worker processes. Returns the KillResults in the order of ``names``."""
+    worker processes; with ``shrink_seconds``, each first detection is then
+    shrunk through the adapter for at most that long. Returns the
+    KillResults in the order of ``names``."""
     from .mutants import MUTANTS
 
     chosen = list(MUTANTS) if names is None else list(names)
@@ -812,7 +823,7 @@ def mutant_matrix(
     if unknown:
         raise HarnessError(f"unknown mutant(s) {', '.join(unknown)}; see `inboxsim mutants --list`")
     say = progress or (lambda _msg: None)
-    work = [(n, tuple(range(seeds)), ops) for n in chosen]
+    work = [(n, tuple(range(seeds)), ops, shrink_seconds) for n in chosen]
     if jobs <= 1 or len(work) <= 1:
         out = []
         for i, w in enumerate(work, start=1):

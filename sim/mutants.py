@@ -240,6 +240,7 @@ class KillResult:
     seeds_run: int = 0
     seconds: float = 0.0
     shrunk_ops: int | None = None  # the first detection, shrunk (when a shrinker ran)
+    shrink_seconds: float | None = None  # how long shrinking took (None: not shrunk)
 
     @property
     def runs(self) -> int:
@@ -280,6 +281,9 @@ class KillResult:
             "runs": self.runs,
             "operations": first.operations if first else None,
             "shrunk_ops": self.shrunk_ops,
+            "shrink_seconds": (
+                round(self.shrink_seconds, 3) if self.shrink_seconds is not None else None
+            ),
             "not_counted": [f"{k.by}: {k.where}: {k.detail}" for k in self.bad],
             # the earlier shape, kept for readers of `inboxsim mutants --json`
             "killed": self.killed,
@@ -303,10 +307,37 @@ def check_mutant(
     workdir: Path | None = None,
     timeout: float = 10.0,
     monitor: Any = True,
+    shrink: bool = False,
+    shrink_seconds: float = 60.0,
+    shrink_runs: int = 300,
 ) -> KillResult:
     """Run the library (then ``seeds``) in lockstep against the mutant.
     ``first_only`` stops at the first detection that counts. Seeds are run
-    only when the library did not kill it (or always, with no scenarios)."""
+    only when the library did not kill it (or always, with no scenarios).
+    ``shrink`` then shrinks the first detection through the same adapter
+    (:mod:`.repro`: at most ``shrink_seconds`` and ``shrink_runs`` runs) and
+    records the minimal repro's length as ``shrunk_ops``. Adapter folders go
+    in ``workdir`` (kept), else in a temporary folder (removed)."""
+    head = (name, scenarios, seeds, ops, policy, first_only)
+    tail = (timeout, monitor, (shrink, shrink_seconds, shrink_runs))
+    if workdir is not None:
+        return _check_mutant(*head, Path(workdir), *tail)
+    with tempfile.TemporaryDirectory(prefix="inboxsim-mutant-") as tmp:
+        return _check_mutant(*head, Path(tmp), *tail)
+
+
+def _check_mutant(
+    name: str | None,
+    scenarios: Sequence[Any] | None,
+    seeds: Iterable[int],
+    ops: int,
+    policy: Policy,
+    first_only: bool,
+    base: Path,
+    timeout: float,
+    monitor: Any,
+    shrinking: tuple[bool, float, int],
+) -> KillResult:
     from ..scenarios.load import load_library
     from ..scenarios.runner import default_monitor, run_scenario
 
@@ -314,7 +345,6 @@ def check_mutant(
         scenarios = load_library()
     factory = default_monitor() if monitor is True else (monitor or None)
     argv, _ = mutant_command(name)
-    base = Path(workdir or tempfile.mkdtemp(prefix="inboxsim-mutant-"))
     counter = itertools.count()
     result = KillResult(name)
     started = time.perf_counter()
@@ -404,7 +434,67 @@ def check_mutant(
             if result.killed:
                 break
     result.seconds = time.perf_counter() - started
+    shrink, shrink_seconds, shrink_runs = shrinking
+    if shrink and result.first is not None:
+        began = time.perf_counter()
+        by_name = {s.scenario.name: s for s in scenarios}
+        result.shrunk_ops = shrunk_length(
+            result.first.where,
+            by_name,
+            argv,
+            policy,
+            ops,
+            timeout,
+            shrink_seconds,
+            shrink_runs,
+            base,
+        )
+        result.shrink_seconds = time.perf_counter() - began
     return result
+
+
+def shrunk_length(
+    where: str,
+    scenarios: dict[str, Any],
+    argv: Sequence[str],
+    policy: Policy,
+    ops: int,
+    timeout: float,
+    seconds: float,
+    runs: int,
+    workdir: Path,
+) -> int | None:
+    """Shrink one detection (``where``: ``seed N`` or ``scenario NAME``) through
+    the adapter to a minimal repro scenario (:mod:`.repro`); its operations
+    (:func:`repro_operations`), or None when it could not be shrunk (a failure
+    only by an expectation, or one that did not recur)."""
+    from .repro import shrink_conformance, shrink_conformance_scenario
+
+    common: dict[str, Any] = {
+        "timeout": timeout,
+        "max_runs": runs,
+        "time_limit": seconds,
+        "workdir": workdir,
+    }
+    if where.startswith("seed "):
+        repro = shrink_conformance(
+            int(where.removeprefix("seed ")), argv, policy, ops=ops, **common
+        )
+    else:
+        loaded = scenarios.get(where.removeprefix("scenario "))
+        if loaded is None:
+            return None
+        repro = shrink_conformance_scenario(loaded, argv, policy, **common)
+    return None if repro is None else repro_operations(repro.text)
+
+
+def repro_operations(text: str) -> int:
+    """A scenario file's operations, counted as :func:`.shrink.size_of` counts a
+    trace: steps with an ``op`` other than hello and create (kills are faults)."""
+    import tomllib
+
+    steps = tomllib.loads(text).get("step", [])
+    return sum(1 for s in steps if s.get("op") not in (None, "hello", "create"))
 
 
 class _NoMonitor:
@@ -451,6 +541,7 @@ RESULT_FIELDS = (
     "runs",  # scenarios + seeds run up to the first detection
     "operations",  # length of the detecting run up to the detection
     "shrunk_ops",  # that run shrunk, when a shrinker ran; else None
+    "shrink_seconds",  # how long the shrink took; None when not shrunk
     "not_counted",  # protocol errors and harness crashes seen (they do not kill)
 )
 FORMAT = "inboxsim-mutants"
@@ -753,5 +844,7 @@ __all__ = [
     "mutant_command",
     "RESULT_FIELDS",
     "render_matrix",
+    "repro_operations",
+    "shrunk_length",
     "summary_line",
 ]

@@ -21,6 +21,7 @@ from inboxsim.sim.mutants import (
     matrix_document,
     mutant_command,
     render_matrix,
+    repro_operations,
     seeded_detection,
     summary_line,
 )
@@ -181,3 +182,39 @@ def test_hypothesis_detection_kills_and_shrinks_a_mutant() -> None:
     assert 1 <= found.shrunk_operations <= found.operations
     doc = found.to_dict()
     assert doc["side"] == "hypothesis" and doc["killed"] and doc["runs"] >= 1
+
+
+def test_a_detection_is_shrunk_through_the_adapter(tmp_path: Path) -> None:
+    # barrier-blocks-promotion trips the invariant at its 7th operation; the
+    # admission the mutant forgets to log is visible from the first prompt on.
+    result = check_mutant(
+        "promote-without-admission",
+        library("barrier-blocks-promotion"),
+        first_only=True,
+        shrink=True,
+        shrink_seconds=120,
+        workdir=tmp_path,
+    )
+    assert result.first is not None and result.first.operations is not None
+    assert result.shrunk_ops is not None and result.shrink_seconds is not None
+    assert 1 <= result.shrunk_ops < result.first.operations
+    assert result.to_dict()["shrunk_ops"] == result.shrunk_ops
+
+
+def test_repro_operations_counts_like_size_of() -> None:
+    text = """
+name = "x"
+[[step]]
+op = "create"
+session = "s1"
+[[step]]
+op = "prompt"
+session = "s1"
+text = "a"
+[[step]]
+kill = true
+[[step]]
+op = "resume"
+session = "s1"
+"""
+    assert repro_operations(text) == 2
