@@ -6,7 +6,9 @@ same wall-time budget for detection on both sides:
 * **seeded**: :func:`inboxsim.sim.mutants.seeded_detection` -- seeds 0, 1, 2,
   ... in lockstep with the g4 model through the adapter protocol, judged by
   the invariant checkers, until the first divergence or violation (no scenario
-  library: both sides start from nothing but their generator);
+  library: both sides start from nothing but their generator); the failing
+  seed is then shrunk through the adapter (``sim/repro.py``, capped at
+  ``--shrink-budget`` seconds);
 * **Hypothesis**: :func:`inboxsim.sim.mutants.hypothesis_detection` -- the
   :class:`inboxsim.sim.stateful.InboxMachine` rules driving the same mutant
   through the same ``LockstepTarget`` with the same checkers, derandomized,
@@ -39,7 +41,7 @@ from inboxsim.sim.mutants import MUTANTS, hypothesis_detection, seeded_detection
 
 
 def one(name: str, budget: float, shrink_budget: float, ops: int) -> dict[str, Any]:
-    seeded = seeded_detection(name, seconds=budget, ops=ops)
+    seeded = seeded_detection(name, seconds=budget, ops=ops, shrink_seconds=shrink_budget)
     hyp = hypothesis_detection(name, seconds=budget, shrink_seconds=shrink_budget, steps=ops)
     return {"mutant": name, "seeded": seeded.to_dict(), "hypothesis": hyp.to_dict()}
 
@@ -77,6 +79,9 @@ def summary(rows: list[dict[str, Any]], budget: float) -> dict[str, Any]:
                     if s["killed"] and s["shrunk_operations"] is not None
                 ]
             ),
+            "median_shrink_seconds": _median(
+                [float(s["shrink_seconds"]) for s in sides if s["shrink_seconds"] is not None]
+            ),
         }
     both = [r for r in rows if r["seeded"]["killed"] and r["hypothesis"]["killed"]]
     ratios = [
@@ -101,10 +106,10 @@ def _ratio(a: float | None, b: float | None) -> str:
 
 def render(rows: list[dict[str, Any]], summ: dict[str, Any], args: argparse.Namespace) -> str:
     lines = [
-        f"budget {args.budget:g} s to detect per mutant per side; Hypothesis shrinks for at most "
+        f"budget {args.budget:g} s to detect per mutant per side; each side shrinks for at most "
         f"{args.shrink_budget:g} s; {args.ops} operations per run",
         "",
-        f"{'mutant':34} {'seeded':>10} {'s':>6} {'seeds':>5} {'ops':>4}   "
+        f"{'mutant':34} {'seeded':>10} {'s':>6} {'seeds':>5} {'ops':>4} {'shrunk':>6}   "
         f"{'hypothesis':>10} {'s':>6} {'exs':>4} {'ops':>4} {'shrunk':>6}   {'t ratio':>7}",
     ]
     lines.append("-" * len(lines[-1]))
@@ -112,7 +117,7 @@ def render(rows: list[dict[str, Any]], summ: dict[str, Any], args: argparse.Name
         s, h = r["seeded"], r["hypothesis"]
         lines.append(
             f"{r['mutant']:34} {s['killed_by']:>10} {_fmt(s['seconds_to_detect'], '.1f'):>6} "
-            f"{s['runs']:>5} {_fmt(s['operations']):>4}   "
+            f"{s['runs']:>5} {_fmt(s['operations']):>4} {_fmt(s['shrunk_operations']):>6}   "
             f"{h['killed_by']:>10} {_fmt(h['seconds_to_detect'], '.1f'):>6} {h['runs']:>4} "
             f"{_fmt(h['operations']):>4} {_fmt(h['shrunk_operations']):>6}   "
             f"{_ratio(censored(h, args.budget), censored(s, args.budget)):>7}"
@@ -138,6 +143,9 @@ def render(rows: list[dict[str, Any]], summ: dict[str, Any], args: argparse.Name
         f"{'median shrunk length':34} {_fmt(b['median_shrunk_operations']):>12} "
         f"{_fmt(a['median_shrunk_operations']):>12} "
         f"{_ratio(a['median_shrunk_operations'], b['median_shrunk_operations']):>10}",
+        f"{'median s shrinking':34} {_fmt(b['median_shrink_seconds'], '.1f'):>12} "
+        f"{_fmt(a['median_shrink_seconds'], '.1f'):>12} "
+        f"{_ratio(a['median_shrink_seconds'], b['median_shrink_seconds']):>10}",
         f"{'median per-mutant ratio of s to detect':34} {'':>12} {'':>12} "
         f"{_fmt(summ['median_ratio_seconds_to_detect'], '.2f'):>9}x",
     ]
@@ -147,7 +155,7 @@ def render(rows: list[dict[str, Any]], summ: dict[str, Any], args: argparse.Name
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--budget", type=float, default=60.0, help="seconds to detect, per side")
-    ap.add_argument("--shrink-budget", type=float, default=30.0, help="Hypothesis' shrink cap")
+    ap.add_argument("--shrink-budget", type=float, default=30.0, help="shrink cap, per side")
     ap.add_argument("--ops", type=int, default=40)
     ap.add_argument("--names", default=None, help="comma-separated mutants (default: all)")
     ap.add_argument("--jobs", type=int, default=1, help="mutants at a time, in processes")

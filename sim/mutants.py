@@ -651,7 +651,7 @@ class Detection:
     or a harness crash: found, but not a kill) or ``none``; ``runs`` counts
     seeds (seeded side) or examples (Hypothesis); ``operations`` is the length
     of the failing run up to the detection and ``shrunk_operations`` the length
-    after shrinking (``None`` when that side has no shrinker)."""
+    after shrinking (``None`` when not shrunk), which took ``shrink_seconds``."""
 
     side: str
     mutant: str
@@ -664,6 +664,7 @@ class Detection:
     operations: int | None = None
     faults: int | None = None
     shrunk_operations: int | None = None
+    shrink_seconds: float | None = None
 
     @property
     def killed(self) -> bool:
@@ -671,7 +672,7 @@ class Detection:
 
     def to_dict(self) -> dict[str, Any]:
         doc = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        for k in ("seconds_to_detect", "seconds"):
+        for k in ("seconds_to_detect", "seconds", "shrink_seconds"):
             if doc[k] is not None:
                 doc[k] = round(doc[k], 3)
         doc["killed"] = self.killed
@@ -687,11 +688,14 @@ def seeded_detection(
     policy: Policy = G4,
     timeout: float = 10.0,
     clock: Any = time.perf_counter,
+    shrink_seconds: float | None = None,
 ) -> Detection:
     """inboxsim's seeded conformance against mutant ``name`` (no scenario
     library): seeds from ``seed_start`` in lockstep with the model, judged by
     the checkers (``only_expected``), until the first divergence or violation
-    or until ``seconds`` have passed (a seed that started runs to its end)."""
+    or until ``seconds`` have passed (a seed that started runs to its end).
+    With ``shrink_seconds``, the failing seed is then shrunk through the
+    adapter (:func:`shrunk_length`) for at most that long."""
     from .run import RunOptions, run_seed
 
     argv, _ = mutant_command(name)
@@ -748,6 +752,12 @@ def seeded_detection(
                 found.faults = sum(t.faults for t in made)
                 break
             seed += 1
+        if shrink_seconds is not None and found.seed is not None and found.killed:
+            began = clock()
+            found.shrunk_operations = shrunk_length(
+                f"seed {found.seed}", {}, argv, policy, ops, timeout, shrink_seconds, 300, Path(tmp)
+            )
+            found.shrink_seconds = clock() - began
     found.seconds = clock() - started
     return found
 
@@ -823,6 +833,8 @@ def hypothesis_detection(
         found.operations, found.faults = got.first.operations, got.first.faults
         if got.shrunk is not None:
             found.shrunk_operations = got.shrunk.operations
+        if got.seconds_to_detect is not None:
+            found.shrink_seconds = got.seconds - got.seconds_to_detect
     return found
 
 
