@@ -18,6 +18,8 @@ class InboxsimConfig:
     seeds: int
     ops: int
     timeout: float
+    shrink_seconds: float = 30.0
+    repro_dir: str | None = None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -48,6 +50,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help="the longest wait for one adapter response",
     )
+    group.addoption(
+        "--inboxsim-shrink-seconds",
+        default=30.0,
+        type=float,
+        metavar="SECONDS",
+        help="time to shrink each failure to a minimal repro scenario (0: do not shrink)",
+    )
+    group.addoption(
+        "--inboxsim-repro-dir",
+        default=None,
+        metavar="DIR",
+        help="where the minimal repro scenarios are written (default: pytest's tmp folder)",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -64,4 +79,6 @@ def inboxsim_config(request: pytest.FixtureRequest) -> InboxsimConfig:
         opt("--inboxsim-seeds"),
         opt("--inboxsim-ops"),
         opt("--inboxsim-timeout"),
+        opt("--inboxsim-shrink-seconds"),
+        opt("--inboxsim-repro-dir"),
     )

@@ -865,7 +865,9 @@ def shrink_through(
         return (size.operations + size.faults, size.steps, len(f.decisions), f.decisions)
 
     def test(cand: tuple[Any, ...]) -> tuple[Key, tuple[Any, ...]] | None:
-        f = run_through(cand, policy, replace(options, ops=cap[0]), target)
+        # the liveness bound stays the original's when the cap lowers ops
+        opts = replace(options, ops=cap[0], liveness_bound=options.bound())
+        f = run_through(cand, policy, opts, target)
         if f.key != wanted:
             return None
         best[f.decisions] = (f, cap[0])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -120,46 +121,124 @@ def test_mutants_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     assert "no such folder" in capsys.readouterr().err
 
 
-def _pytest_outside(tmp_path: Path, adapter: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--pyargs",
-            "inboxsim.conformance",
-            "--inboxsim-adapter",
-            adapter,
-            "--inboxsim-seeds",
-            "1",
-            "--inboxsim-ops",
-            "20",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-k",
-            "metadata or seed0",
-        ],
-        cwd=tmp_path,
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
+    """A wheel of the repository installed with ``pip install --target`` into a
+    folder outside it, and a venv (system site packages: the dependencies,
+    no inboxsim of its own on the path first) whose PYTHONPATH is only that
+    folder: (the venv's python, the installed package, the environment)."""
+    root = tmp_path_factory.mktemp("installed")
+    # built from a copy, so that setuptools' build/ never lands in the repository
+    src = root / "src"
+    shutil.copytree(
+        REPO,
+        src,
+        ignore=shutil.ignore_patterns(
+            ".venv", ".git", "build", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
+        ),
+    )
+    pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
+    subprocess.run(
+        [*pip, "wheel", str(src), "--no-deps", "-w", str(root / "wheel")],
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
+    (wheel,) = (root / "wheel").glob("inboxsim-*.whl")
+    site = root / "site"
+    subprocess.run(
+        [*pip, "install", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
+    venv = root / "venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+        check=True,
+        timeout=120,
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "VIRTUAL_ENV"))}
+    env["PYTHONPATH"] = str(site)
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"  # "python" is the venv's
+    python = venv / "bin" / "python"
+    where = subprocess.run(
+        [str(python), "-c", "import inboxsim.conformance as c; print(c.__file__)"],
+        cwd=root,
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        check=True,
+    )
+    assert where.stdout.strip() == str(site / "inboxsim" / "conformance" / "__init__.py")
+    return python, site / "inboxsim", env
+
+
+def _pytest_outside(
+    installed: tuple[Path, Path, dict[str, str]], cwd: Path, adapter: str, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    python, _, env = installed
+    return subprocess.run(
+        [str(python), "-m", "pytest", "--pyargs", "inboxsim.conformance"]
+        + ["--inboxsim-adapter", adapter, "--inboxsim-seeds", "1", "--inboxsim-ops", "20"]
+        + ["-p", "no:cacheprovider", "-rA", *extra],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
 
 
-def test_plugin_passes_against_model_adapter(tmp_path: Path) -> None:
-    done = _pytest_outside(tmp_path, "python -m inboxsim.sim.model_adapter")
+def test_plugin_from_an_installed_copy_collects_and_passes(
+    installed: tuple[Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    from inboxsim.invariants.registry import expected
+    from inboxsim.model import G4
+    from inboxsim.scenarios.load import load_library
+
+    adapter = "python -m inboxsim.sim.model_adapter --no-fsync"
+    listed = _pytest_outside(installed, tmp_path, adapter, "--collect-only", "-q", "--rootdir=/")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    ids = [line for line in listed.stdout.splitlines() if "::" in line]
+    # collected from the installed copy, one test per scenario, seed and invariant
+    suite = str(installed[1] / "conformance" / "test_adapter.py").lstrip("/")
+    assert ids and all(i.startswith(suite + "::") for i in ids), ids[:3]
+    assert sum("::test_scenario[" in i for i in ids) == len(load_library())
+    assert sum("::test_invariant[" in i for i in ids) == len(expected(G4))
+    assert sum("::test_seed[" in i for i in ids) == 1
+    done = _pytest_outside(
+        installed, tmp_path, adapter, "-k", "metadata-retry or seed0 or durability or fifo"
+    )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 passed" in done.stdout
+    for test in (
+        "test_scenario[metadata-retry-identity]",
+        "test_scenario[queue-fifo]",
+        "test_seed[seed0]",
+        "test_invariant[durability]",
+    ):
+        assert (
+            f"PASSED {test}" in done.stdout or f"PASSED test_adapter.py::{test}" in done.stdout
+        ), done.stdout
 
 
-def test_plugin_fails_against_mutant(tmp_path: Path) -> None:
-    argv, _ = mutant_command("retry-ignores-metadata")
-    done = _pytest_outside(tmp_path, " ".join(argv))
+def test_plugin_from_an_installed_copy_shows_the_minimal_repro(
+    installed: tuple[Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    adapter_py = installed[1] / "impls" / "sqlite_inbox" / "adapter.py"
+    adapter = f"python {adapter_py} --mutant retry-ignores-metadata"
+    repros = tmp_path / "repros"
+    done = _pytest_outside(
+        installed, tmp_path, adapter, "-k", "metadata-retry", "--inboxsim-repro-dir", str(repros)
+    )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "metadata-retry-identity" in done.stdout and "repro:" in done.stdout
+    assert "FAILED" in done.stdout and "metadata-retry-identity" in done.stdout
+    written = repros / "scenario-metadata-retry-identity.toml"
+    assert f"minimal repro scenario {written}:" in done.stdout, done.stdout
+    assert "[[step]]" in done.stdout and written.exists()
 
 
 def test_plugin_skips_without_adapter(tmp_path: Path) -> None:
