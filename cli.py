@@ -557,6 +557,14 @@ def mutants_command(
         str | None,
         typer.Option("--db", help="Also record the kill matrix in this store's mutants table.", show_default=False),
     ] = None,
+    out: Annotated[
+        str | None,
+        typer.Option("--out", help="Also write the results document (JSON) to this file.", show_default=False),
+    ] = None,
+    no_shrink: Annotated[bool, typer.Option("--no-shrink", help="Do not shrink the detections.")] = False,
+    shrink_seconds: Annotated[
+        float, typer.Option("--shrink-seconds", help="Longest shrink of one detection, through the adapter.")
+    ] = 30.0,
     as_json: JsonFlag = False,
 ) -> None:
     """The kill matrix: conformance against each planted bug in the SQLite inbox.
@@ -565,7 +573,7 @@ def mutants_command(
     failed scenario expectation, 1 when one survived.
     """
     from inboxsim.sim.conformance import mutant_matrix
-    from inboxsim.sim.mutants import MUTANTS, render_matrix
+    from inboxsim.sim.mutants import MUTANTS, matrix_document, render_matrix, summary_line
 
     if list_only:
         if as_json:
@@ -576,38 +584,71 @@ def mutants_command(
         return
     if seeds < 0 or ops < 0 or jobs < 1:
         raise HarnessError("--seeds and --ops must be non-negative and --jobs at least 1")
+    if shrink_seconds <= 0:
+        raise HarnessError(f"--shrink-seconds must be positive, not {shrink_seconds}")
+    if out is not None:
+        _check_out(out)  # before the run, not after it
     chosen = [n.strip() for n in names.split(",") if n.strip()] if names else None
     if db is not None:  # a bad --db fails before the campaign, not after it
         from inboxsim.reports.store import Store
 
         Store(db).close()
     results = mutant_matrix(
-        chosen, seeds, ops=ops, jobs=jobs, progress=lambda msg: print(msg, file=sys.stderr)
+        chosen,
+        seeds,
+        ops=ops,
+        jobs=jobs,
+        progress=lambda msg: print(msg, file=sys.stderr),
+        shrink_seconds=None if no_shrink else shrink_seconds,
     )
+    document = matrix_document(results, seeds=seeds, ops=ops)
+    survived = document["survived"]
+    if out is not None:
+        _write_document(out, document)
     if db is not None:
         from inboxsim.reports.mutants import kill_rows
 
         with Store(db) as store:
             store.write_mutants(kill_rows(r.to_dict() for r in results))
-    survived = [r.mutant for r in results if not r.killed]
-    code = 1 if survived else 0
     if as_json:
-        _emit_json(
-            {
-                "mutants": [r.to_dict() for r in results],
-                "killed": len(results) - len(survived),
-                "survived": survived,
-                "exit_code": code,
-            }
-        )
+        _emit_json(document)
     else:
         typer.echo(render_matrix(results))
         typer.echo("")
         typer.echo(
-            f"{len(results) - len(survived)}/{len(results)} killed"
+            summary_line(document)
             + (f"; survived: {', '.join(str(s) for s in survived)}" if survived else "")
         )
-    raise typer.Exit(code)
+        if out is not None:
+            typer.echo(f"results written to {out}")
+    raise typer.Exit(document["exit_code"])
+
+
+def _check_out(path: str) -> Any:
+    """The ``--out`` file as a Path, or a one-line error if it cannot be one."""
+    from pathlib import Path
+
+    target = Path(path)
+    if target.is_dir():
+        raise HarnessError(f"--out {path}: is a directory")
+    if not target.parent.is_dir():
+        raise HarnessError(f"--out {path}: no such folder {str(target.parent)!r}")
+    return target
+
+
+def _write_document(path: str, document: Mapping[str, Any]) -> None:
+    """Write a JSON document whole (a temporary file renamed over the target:
+    a failed write never leaves half a document, nor clobbers the old one)."""
+    from pathlib import Path
+
+    target = _check_out(path)
+    tmp = target.with_name(target.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise HarnessError(f"--out {path}: cannot write ({exc.strerror})") from None
 
 
 def vars_of(mutant: Any) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HarnessError
-from ..model import Policy
+from ..model import Crashed, Policy
 from .adapter import DEFAULT_TIMEOUT, AdapterTarget, split_command
 from .lockstep import Divergence, LockstepTarget, NotTestable
 from .protocol import ProtocolError
@@ -91,6 +91,11 @@ class ConformanceReport:
     policy: str
     items: list[Item] = field(default_factory=list)
     seconds: float = 0.0
+    # Over the seeds that ran to their end: steps, kills between requests
+    # (SIGKILL) and failpoint crashes (the adapter died at a ``crash_at``).
+    totals: dict[str, int] = field(
+        default_factory=lambda: {"steps": 0, "kills": 0, "failpoint_crashes": 0}
+    )
 
     @property
     def failures(self) -> list[Item]:
@@ -123,6 +128,7 @@ class ConformanceReport:
             "exit_code": self.exit_code,
             "counts": self.counts(),
             "items": [i.to_dict() for i in self.items],
+            "totals": dict(self.totals),
             "seconds": round(self.seconds, 3),
         }
 
@@ -157,6 +163,12 @@ class ConformanceReport:
                 for kind, row in counts.items()
             )
         )
+        if self.of("seed"):
+            t = self.totals
+            out.append(
+                f"seeded runs: {t['steps']} steps, {t['kills']} kills between requests, "
+                f"{t['failpoint_crashes']} failpoint crashes"
+            )
         failures = [i for i in self.failures if i.kind in ("scenario", "seed")]
         for i in failures:
             out += ["", f"=== {i.kind} {i.item}: {i.verdict}", i.detail]
@@ -356,6 +368,8 @@ class SeedOutcome:
     exercised: set[str]
     not_testable: dict[str, str]
     steps: int = 0
+    kills: int = 0  # SIGKILLs between requests (a run that ended; 0 otherwise)
+    failpoint_crashes: int = 0  # requests the adapter died in, at their crash_at
 
 
 def seed_item(
@@ -376,7 +390,7 @@ def seed_item(
     started = time.perf_counter()
     violations: list[tuple[str, str]] = []
     exercised: set[str] = set()
-    steps = 0
+    steps = kills = crashes = 0
     try:
         result = run_seed(seed, policy, RunOptions(ops=ops, only_expected=True), target=lockstep)
     except Divergence as div:
@@ -388,18 +402,26 @@ def seed_item(
         item = Item("seed", str(seed), "protocol error", _protocol_detail(exc, lockstep), repro)
     else:
         steps = result.ops
+        kills = sum(1 for s in result.trace.steps if s.kind == "crash")
+        crashes = sum(1 for s in result.trace.steps if isinstance(s.reply, Crashed))
         exercised = set(result.exercised)
         violations = [(v.invariant, v.message) for v in result.violations]
         if violations:
             detail = "\n".join(f"{inv}: {msg}" for inv, msg in violations)
             item = Item("seed", str(seed), "violated", detail, repro)
         else:
-            item = Item("seed", str(seed), "held", f"{result.ops} steps", repro)
+            item = Item(
+                "seed",
+                str(seed),
+                "held",
+                f"{result.ops} steps, {kills} kills, {crashes} failpoint crashes",
+                repro,
+            )
     finally:
         not_testable = lockstep.not_testable()
         lockstep.close()
     item.seconds = time.perf_counter() - started
-    return SeedOutcome(item, violations, exercised, not_testable, steps)
+    return SeedOutcome(item, violations, exercised, not_testable, steps, kills, crashes)
 
 
 # --- seeds in worker processes ----------------------------------------------------
@@ -585,6 +607,12 @@ def conformance(
         )
         for seed, outcome in outcomes:
             report.items.append(outcome.item)
+            first_line = outcome.item.detail.splitlines()[0] if outcome.item.detail else ""
+            say(f"conformance: seed {seed}: {outcome.item.verdict}; {first_line}")
+            if outcome.item.verdict in ("held", "violated"):
+                report.totals["steps"] += outcome.steps
+                report.totals["kills"] += outcome.kills
+                report.totals["failpoint_crashes"] += outcome.failpoint_crashes
             if outcome.item.verdict in SHRINKABLE:
                 failing.append((outcome.item, seed))
             exercised |= outcome.exercised
@@ -775,12 +803,20 @@ def shrink_conformance(*args: Any, **kw: Any) -> Any:
 # --- the mutant kill matrix, across processes ------------------------------------
 
 
-def _check_one(args: tuple[str, tuple[int, ...], int]) -> Any:
+def _check_one(args: tuple[str, tuple[int, ...], int, float | None]) -> Any:
     from ..scenarios.load import load_library
     from .mutants import check_mutant
 
-    name, seeds, ops = args
-    return check_mutant(name, load_library(), seeds, ops=ops, first_only=True)
+    name, seeds, ops, shrink_seconds = args
+    return check_mutant(
+        name,
+        load_library(),
+        seeds,
+        ops=ops,
+        first_only=True,
+        shrink=shrink_seconds is not None,
+        shrink_seconds=shrink_seconds or 0.0,
+    )
 
 
 def mutant_matrix(
@@ -790,10 +826,13 @@ def mutant_matrix(
     ops: int = 60,
     jobs: int = 1,
     progress: Progress | None = None,
+    shrink_seconds: float | None = None,
 ) -> list[Any]:
     """:func:`.mutants.check_mutant` for each mutant (all by default), stopping
     each at its first detection that counts, ``jobs`` mutants at a time in
-    worker processes. Returns the KillResults in the order of ``names``."""
+    worker processes; with ``shrink_seconds``, each first detection is then
+    shrunk through the adapter for at most that long. Returns the
+    KillResults in the order of ``names``."""
     from .mutants import MUTANTS
 
     chosen = list(MUTANTS) if names is None else list(names)
@@ -801,7 +840,7 @@ def mutant_matrix(
     if unknown:
         raise HarnessError(f"unknown mutant(s) {', '.join(unknown)}; see `inboxsim mutants --list`")
     say = progress or (lambda _msg: None)
-    work = [(n, tuple(range(seeds)), ops) for n in chosen]
+    work = [(n, tuple(range(seeds)), ops, shrink_seconds) for n in chosen]
     if jobs <= 1 or len(work) <= 1:
         out = []
         for i, w in enumerate(work, start=1):
@@ -820,7 +859,6 @@ def mutant_matrix(
         for i, fut in enumerate(as_completed(futures), start=1):
             name = futures[fut]
             results[name] = fut.result()
-            say(
-                f"mutants: [{i}/{len(work)}] {name}: {'killed' if results[name].killed else 'SURVIVED'}"
-            )
+            verdict = "killed" if results[name].killed else "SURVIVED"
+            say(f"mutants: [{i}/{len(work)}] {name}: {verdict}")
     return [results[n] for n in chosen]

@@ -184,6 +184,37 @@ def library_planted_bugs() -> dict[str, str]:
 # --- the kill check ---------------------------------------------------------------
 
 
+class CountingTarget:
+    """A target that counts what was sent through it, as
+    :func:`.shrink.size_of` counts a trace: every step, the operations
+    (requests other than hello and create) and the faults (kills, and
+    requests with a failpoint). A request that raises (a divergence) is
+    counted: it is the step the detection happened at."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.steps = self.operations = self.faults = 0
+
+    def request(self, op: Any, crash_at: str | None = None) -> Any:
+        from ..model import Create, Hello
+
+        self.steps += 1
+        if not isinstance(op, (Hello, Create)):
+            self.operations += 1
+        if crash_at is not None:
+            self.faults += 1
+        return self.inner.request(op, crash_at)
+
+    def kill(self) -> Any:
+        self.steps += 1
+        self.faults += 1
+        return self.inner.kill()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 @dataclass
 class Kill:
     """One detection: by what, where, after how long."""
@@ -192,6 +223,9 @@ class Kill:
     where: str  # "scenario NAME" or "seed N"
     detail: str
     seconds: float  # from the start of the mutant's check to this detection
+    # Length of the detecting run up to the detection, as shrink.size_of counts
+    # (requests other than hello and create); None when not measured.
+    operations: int | None = None
 
     @property
     def counts(self) -> bool:
@@ -205,6 +239,13 @@ class KillResult:
     scenarios_run: int = 0
     seeds_run: int = 0
     seconds: float = 0.0
+    shrunk_ops: int | None = None  # the first detection, shrunk (when a shrinker ran)
+    shrink_seconds: float | None = None  # how long shrinking took (None: not shrunk)
+
+    @property
+    def runs(self) -> int:
+        """Scenarios and seeds run (with ``first_only``: up to the first detection)."""
+        return self.scenarios_run + self.seeds_run
 
     @property
     def first(self) -> Kill | None:
@@ -221,14 +262,33 @@ class KillResult:
         return [k for k in self.kills if not k.counts]
 
     def to_dict(self) -> dict[str, Any]:
+        """The result's stable JSON shape (:data:`RESULT_FIELDS` first)."""
         first = self.first
+        where = first.where if first else None
+        mutant = MUTANTS.get(self.mutant or "")
         return {
             "mutant": self.mutant,
+            "bug_class": mutant.bug_class if mutant else None,
+            "killed_by": first.by if first else "none",
+            "detail": first.detail if first else None,
+            "scenario": where.removeprefix("scenario ")
+            if where and where.startswith("scenario ")
+            else None,
+            "seed": int(where.removeprefix("seed "))
+            if where and where.startswith("seed ")
+            else None,
+            "seconds_to_detect": round(first.seconds, 3) if first else None,
+            "runs": self.runs,
+            "operations": first.operations if first else None,
+            "shrunk_ops": self.shrunk_ops,
+            "shrink_seconds": (
+                round(self.shrink_seconds, 3) if self.shrink_seconds is not None else None
+            ),
+            "not_counted": [f"{k.by}: {k.where}: {k.detail}" for k in self.bad],
+            # the earlier shape, kept for readers of `inboxsim mutants --json`
             "killed": self.killed,
             "by": first.by if first else None,
-            "where": first.where if first else None,
-            "seconds_to_detect": round(first.seconds, 3) if first else None,
-            "detail": first.detail if first else None,
+            "where": where,
             "killers": [f"{k.by}: {k.where}" for k in self.kills],
             "scenarios_run": self.scenarios_run,
             "seeds_run": self.seeds_run,
@@ -247,10 +307,37 @@ def check_mutant(
     workdir: Path | None = None,
     timeout: float = 10.0,
     monitor: Any = True,
+    shrink: bool = False,
+    shrink_seconds: float = 60.0,
+    shrink_runs: int = 300,
 ) -> KillResult:
     """Run the library (then ``seeds``) in lockstep against the mutant.
     ``first_only`` stops at the first detection that counts. Seeds are run
-    only when the library did not kill it (or always, with no scenarios)."""
+    only when the library did not kill it (or always, with no scenarios).
+    ``shrink`` then shrinks the first detection through the same adapter
+    (:mod:`.repro`: at most ``shrink_seconds`` and ``shrink_runs`` runs) and
+    records the minimal repro's length as ``shrunk_ops``. Adapter folders go
+    in ``workdir`` (kept), else in a temporary folder (removed)."""
+    head = (name, scenarios, seeds, ops, policy, first_only)
+    tail = (timeout, monitor, (shrink, shrink_seconds, shrink_runs))
+    if workdir is not None:
+        return _check_mutant(*head, Path(workdir), *tail)
+    with tempfile.TemporaryDirectory(prefix="inboxsim-mutant-") as tmp:
+        return _check_mutant(*head, Path(tmp), *tail)
+
+
+def _check_mutant(
+    name: str | None,
+    scenarios: Sequence[Any] | None,
+    seeds: Iterable[int],
+    ops: int,
+    policy: Policy,
+    first_only: bool,
+    base: Path,
+    timeout: float,
+    monitor: Any,
+    shrinking: tuple[bool, float, int],
+) -> KillResult:
     from ..scenarios.load import load_library
     from ..scenarios.runner import default_monitor, run_scenario
 
@@ -258,30 +345,36 @@ def check_mutant(
         scenarios = load_library()
     factory = default_monitor() if monitor is True else (monitor or None)
     argv, _ = mutant_command(name)
-    base = Path(workdir or tempfile.mkdtemp(prefix="inboxsim-mutant-"))
     counter = itertools.count()
     result = KillResult(name)
     started = time.perf_counter()
 
-    def new_lock(step_limit: int) -> LockstepTarget:
+    def new_lock(step_limit: int) -> CountingTarget:
         folder = base / f"{name or 'none'}-{next(counter)}"
-        return LockstepTarget(
-            ModelTarget(policy, step_limit),
-            AdapterTarget(argv, folder, step_limit, timeout, name=f"sqlite[{name or 'none'}]"),
+        return CountingTarget(
+            LockstepTarget(
+                ModelTarget(policy, step_limit),
+                AdapterTarget(argv, folder, step_limit, timeout, name=f"sqlite[{name or 'none'}]"),
+            )
         )
 
+    current: list[CountingTarget] = []  # the targets of the run being checked
+
     def found(by: str, where: str, detail: str) -> None:
-        result.kills.append(Kill(by, where, detail, time.perf_counter() - started))
+        operations = sum(t.operations for t in current) if current else None
+        result.kills.append(Kill(by, where, detail, time.perf_counter() - started, operations))
 
     for loaded in scenarios:
         where = f"scenario {loaded.scenario.name}"
         result.scenarios_run += 1
-        holder: list[LockstepTarget] = []
+        holder: list[CountingTarget] = []
+        current[:] = []
 
         def target_factory(
-            _policy: Policy, step_limit: int, holder: list[LockstepTarget] = holder
-        ) -> LockstepTarget:
+            _policy: Policy, step_limit: int, holder: list[CountingTarget] = holder
+        ) -> CountingTarget:
             holder.append(new_lock(step_limit))
+            current.append(holder[-1])
             return holder[-1]
 
         try:
@@ -312,12 +405,14 @@ def check_mutant(
             run_kw = {"monitor": _NoMonitor, "violation": _no_violation}
         for seed in seeds:
             result.seeds_run += 1
-            made: list[LockstepTarget] = []
+            made: list[CountingTarget] = []
+            current[:] = []
 
             def seed_factory(
-                _policy: Policy, step_limit: int, made: list[LockstepTarget] = made
-            ) -> LockstepTarget:
+                _policy: Policy, step_limit: int, made: list[CountingTarget] = made
+            ) -> CountingTarget:
                 made.append(new_lock(step_limit))
+                current.append(made[-1])
                 return made[-1]
 
             try:
@@ -339,7 +434,67 @@ def check_mutant(
             if result.killed:
                 break
     result.seconds = time.perf_counter() - started
+    shrink, shrink_seconds, shrink_runs = shrinking
+    if shrink and result.first is not None:
+        began = time.perf_counter()
+        by_name = {s.scenario.name: s for s in scenarios}
+        result.shrunk_ops = shrunk_length(
+            result.first.where,
+            by_name,
+            argv,
+            policy,
+            ops,
+            timeout,
+            shrink_seconds,
+            shrink_runs,
+            base,
+        )
+        result.shrink_seconds = time.perf_counter() - began
     return result
+
+
+def shrunk_length(
+    where: str,
+    scenarios: dict[str, Any],
+    argv: Sequence[str],
+    policy: Policy,
+    ops: int,
+    timeout: float,
+    seconds: float,
+    runs: int,
+    workdir: Path,
+) -> int | None:
+    """Shrink one detection (``where``: ``seed N`` or ``scenario NAME``) through
+    the adapter to a minimal repro scenario (:mod:`.repro`); its operations
+    (:func:`repro_operations`), or None when it could not be shrunk (a failure
+    only by an expectation, or one that did not recur)."""
+    from .repro import shrink_conformance, shrink_conformance_scenario
+
+    common: dict[str, Any] = {
+        "timeout": timeout,
+        "max_runs": runs,
+        "time_limit": seconds,
+        "workdir": workdir,
+    }
+    if where.startswith("seed "):
+        repro = shrink_conformance(
+            int(where.removeprefix("seed ")), argv, policy, ops=ops, **common
+        )
+    else:
+        loaded = scenarios.get(where.removeprefix("scenario "))
+        if loaded is None:
+            return None
+        repro = shrink_conformance_scenario(loaded, argv, policy, **common)
+    return None if repro is None else repro_operations(repro.text)
+
+
+def repro_operations(text: str) -> int:
+    """A scenario file's operations, counted as :func:`.shrink.size_of` counts a
+    trace: steps with an ``op`` other than hello and create (kills are faults)."""
+    import tomllib
+
+    steps = tomllib.loads(text).get("step", [])
+    return sum(1 for s in steps if s.get("op") not in (None, "hello", "create"))
 
 
 class _NoMonitor:
@@ -374,35 +529,334 @@ def kill_matrix(
     return [check_mutant(n, scenarios, seeds, **kw) for n in (MUTANTS if names is None else names)]
 
 
+# The leading keys of every mutant's entry in the results document, in order.
+RESULT_FIELDS = (
+    "mutant",
+    "bug_class",
+    "killed_by",  # divergence | invariant | expectation | none
+    "detail",
+    "scenario",  # the library scenario that killed it, or None
+    "seed",  # the seed that killed it, or None
+    "seconds_to_detect",
+    "runs",  # scenarios + seeds run up to the first detection
+    "operations",  # length of the detecting run up to the detection
+    "shrunk_ops",  # that run shrunk, when a shrinker ran; else None
+    "shrink_seconds",  # how long the shrink took; None when not shrunk
+    "not_counted",  # protocol errors and harness crashes seen (they do not kill)
+)
+FORMAT = "inboxsim-mutants"
+FORMAT_VERSION = 1
+
+
+def _median(values: Sequence[float]) -> float | None:
+    import statistics
+
+    return statistics.median(values) if values else None
+
+
+def matrix_document(
+    results: Sequence[KillResult], *, seeds: int, ops: int, policy: str = "g4"
+) -> dict[str, Any]:
+    """The kill matrix as one JSON document (``inboxsim mutants --json`` and
+    ``--out PATH``): the run's parameters, one entry per mutant
+    (:data:`RESULT_FIELDS` first), and the summary figures."""
+    survived = [r.mutant for r in results if not r.killed]
+    killed = [r for r in results if r.first is not None]
+    times = [r.first.seconds for r in killed if r.first is not None]
+    shrunk = [float(r.shrunk_ops) for r in killed if r.shrunk_ops is not None]
+    lengths = [
+        float(r.first.operations)
+        for r in killed
+        if r.first is not None and r.first.operations is not None
+    ]
+    by: dict[str, int] = {}
+    for r in results:
+        kind = r.first.by if r.first is not None else "none"
+        by[kind] = by.get(kind, 0) + 1
+
+    def rounded(x: float | None) -> float | None:
+        return round(x, 3) if x is not None else None
+
+    return {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "policy": policy,
+        "seeds": seeds,
+        "ops": ops,
+        "mutants": [r.to_dict() for r in results],
+        "killed": len(results) - len(survived),
+        "survived": survived,
+        "summary": {
+            "mutants": len(results),
+            "killed_by": dict(sorted(by.items())),
+            "median_seconds_to_detect": rounded(_median(times)),
+            "worst_seconds_to_detect": rounded(max(times) if times else None),
+            "median_operations": _median(lengths),
+            "median_shrunk_ops": _median(shrunk),
+        },
+        "exit_code": 1 if survived else 0,
+    }
+
+
 def render_matrix(results: Sequence[KillResult]) -> str:
-    """The kill matrix as a Markdown table."""
+    """The kill matrix as a Markdown table. ``length`` is the detecting run's
+    operations up to the detection, ``shrunk`` that run shrunk (``-`` when no
+    shrinker ran)."""
     lines = [
-        "| mutant | class | killed by | first detection | time to detect | all detections |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| mutant | class | killed by | first detection | time to detect | length | shrunk "
+        "| all detections |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         m = MUTANTS.get(r.mutant or "")
         first = r.first
         others = sorted({k.where.removeprefix("scenario ") for k in r.kills if k.counts})
         bad = [f"{k.by} ({k.where})" for k in r.bad]
+        length = first.operations if first and first.operations is not None else "-"
+        shrunk = r.shrunk_ops if r.shrunk_ops is not None else "-"
         lines.append(
             f"| {r.mutant or '(none)'} | {m.bug_class if m else ''} | "
             f"{first.by if first else 'SURVIVED'} | {first.where if first else ''} | "
-            f"{f'{first.seconds:.2f} s' if first else ''} | "
+            f"{f'{first.seconds:.2f} s' if first else ''} | {length} | {shrunk} | "
             f"{', '.join(others)}{'; NOT COUNTED: ' + ', '.join(bad) if bad else ''} |"
         )
     return "\n".join(lines)
 
 
+def summary_line(document: dict[str, Any]) -> str:
+    """One line of figures from :func:`matrix_document`'s summary."""
+    s = document["summary"]
+
+    def fig(x: float | None, unit: str = "") -> str:
+        return "-" if x is None else f"{x:g}{unit}"
+
+    kinds = ", ".join(f"{n} by {k}" for k, n in s["killed_by"].items())
+    return (
+        f"{document['killed']}/{s['mutants']} killed ({kinds}); time to detect: median "
+        f"{fig(s['median_seconds_to_detect'], ' s')}, "
+        f"worst {fig(s['worst_seconds_to_detect'], ' s')}; "
+        f"median length {fig(s['median_operations'], ' ops')}, "
+        f"median shrunk length {fig(s['median_shrunk_ops'], ' ops')}"
+    )
+
+
+# --- first detection under a wall-time budget: seeded conformance vs Hypothesis -----
+
+
+@dataclass
+class Detection:
+    """One side's first detection of one mutant within a budget.
+
+    ``killed_by`` is ``divergence``, ``invariant``, ``error`` (a protocol error
+    or a harness crash: found, but not a kill) or ``none``; ``runs`` counts
+    seeds (seeded side) or examples (Hypothesis); ``operations`` is the length
+    of the failing run up to the detection and ``shrunk_operations`` the length
+    after shrinking (``None`` when not shrunk), which took ``shrink_seconds``."""
+
+    side: str
+    mutant: str
+    killed_by: str = "none"
+    detail: str = ""
+    seed: int | None = None
+    runs: int = 0
+    seconds_to_detect: float | None = None
+    seconds: float = 0.0
+    operations: int | None = None
+    faults: int | None = None
+    shrunk_operations: int | None = None
+    shrink_seconds: float | None = None
+
+    @property
+    def killed(self) -> bool:
+        return self.killed_by in ("divergence", "invariant")
+
+    def to_dict(self) -> dict[str, Any]:
+        doc = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        for k in ("seconds_to_detect", "seconds", "shrink_seconds"):
+            if doc[k] is not None:
+                doc[k] = round(doc[k], 3)
+        doc["killed"] = self.killed
+        return doc
+
+
+def seeded_detection(
+    name: str,
+    *,
+    seconds: float = 60.0,
+    ops: int = 40,
+    seed_start: int = 0,
+    policy: Policy = G4,
+    timeout: float = 10.0,
+    clock: Any = time.perf_counter,
+    shrink_seconds: float | None = None,
+) -> Detection:
+    """inboxsim's seeded conformance against mutant ``name`` (no scenario
+    library): seeds from ``seed_start`` in lockstep with the model, judged by
+    the checkers (``only_expected``), until the first divergence or violation
+    or until ``seconds`` have passed (a seed that started runs to its end).
+    With ``shrink_seconds``, the failing seed is then shrunk through the
+    adapter (:func:`shrunk_length`) for at most that long."""
+    from .run import RunOptions, run_seed
+
+    argv, _ = mutant_command(name)
+    found = Detection("seeded", name)
+    options = RunOptions(ops=ops, only_expected=True)
+    started = clock()
+    with tempfile.TemporaryDirectory(prefix="inboxsim-seeded-") as tmp:
+        seed = seed_start
+        while clock() - started < seconds:
+            made: list[CountingTarget] = []
+
+            def factory(
+                _policy: Policy,
+                step_limit: int,
+                made: list[CountingTarget] = made,
+                seed: int = seed,
+            ) -> CountingTarget:
+                folder = Path(tmp) / f"seed-{seed}-{len(made)}"
+                made.append(
+                    CountingTarget(
+                        LockstepTarget(
+                            ModelTarget(policy, step_limit),
+                            AdapterTarget(
+                                argv, folder, step_limit, timeout, name=f"sqlite[{name}]"
+                            ),
+                        )
+                    )
+                )
+                return made[-1]
+
+            found.runs += 1
+            kind = detail = ""
+            try:
+                outcome = run_seed(seed, policy, options, target=factory)
+                if outcome.violations:
+                    v = outcome.violations[0]
+                    kind, detail = "invariant", f"{v.invariant}: {v.message}"
+            except Divergence as div:
+                kind, detail = "divergence", div.summary
+            except ProtocolError as exc:
+                kind, detail = "error", f"protocol error: {str(exc).splitlines()[0]}"
+            except Exception as exc:  # noqa: BLE001 - a mutant must not crash the harness
+                kind, detail = "error", f"harness crash: {type(exc).__name__}: {exc}"
+            finally:
+                for target in made:
+                    try:
+                        target.close()
+                    except Exception:  # noqa: BLE001 - closing must not mask the verdict
+                        pass
+            if kind:
+                found.killed_by, found.detail, found.seed = kind, detail[:300], seed
+                found.seconds_to_detect = clock() - started
+                found.operations = sum(t.operations for t in made)
+                found.faults = sum(t.faults for t in made)
+                break
+            seed += 1
+        if shrink_seconds is not None and found.seed is not None and found.killed:
+            began = clock()
+            found.shrunk_operations = shrunk_length(
+                f"seed {found.seed}", {}, argv, policy, ops, timeout, shrink_seconds, 300, Path(tmp)
+            )
+            found.shrink_seconds = clock() - began
+    found.seconds = clock() - started
+    return found
+
+
+def adapter_machine(
+    argv: Sequence[str],
+    base: Path,
+    *,
+    policy: Policy = G4,
+    timeout: float = 10.0,
+    label: str = "adapter",
+) -> Any:
+    """An :class:`.stateful.InboxMachine` subclass that drives ``argv`` in
+    lockstep with the model under ``policy`` (each example in a fresh data
+    folder under ``base``), judging only the invariants the policy keeps."""
+    from .stateful import InboxMachine
+
+    counter = itertools.count()
+    command = list(argv)
+
+    class AdapterMachine(InboxMachine):
+        POLICY = policy
+        ONLY_EXPECTED = True
+
+        def target(self, the_policy: Policy) -> Any:
+            folder = base / f"example-{next(counter)}"
+            self._folder = folder
+            return LockstepTarget(
+                ModelTarget(the_policy, self.STEP_LIMIT),
+                AdapterTarget(command, folder, self.STEP_LIMIT, timeout, name=label),
+            )
+
+        def teardown(self) -> None:
+            try:
+                super().teardown()
+            finally:
+                import shutil
+
+                folder = getattr(self, "_folder", None)
+                if folder is not None:  # thousands of examples: keep the disk clean
+                    shutil.rmtree(folder, ignore_errors=True)
+                    folder.with_name(folder.name + ".stderr.log").unlink(missing_ok=True)
+
+    return AdapterMachine
+
+
+def hypothesis_detection(
+    name: str,
+    *,
+    seconds: float = 60.0,
+    shrink_seconds: float = 60.0,
+    steps: int = 40,
+    policy: Policy = G4,
+    timeout: float = 10.0,
+) -> Detection:
+    """A Hypothesis stateful test (:func:`.stateful.hunt`) against mutant
+    ``name``: the same lockstep comparison and checkers as the seeded side,
+    at most ``steps`` rule steps per example, detection within ``seconds``,
+    then Hypothesis' own shrinking for at most ``shrink_seconds``."""
+    from .stateful import hunt
+
+    argv, _ = mutant_command(name)
+    with tempfile.TemporaryDirectory(prefix="inboxsim-hypothesis-") as tmp:
+        machine = adapter_machine(
+            argv, Path(tmp), policy=policy, timeout=timeout, label=f"sqlite[{name}]"
+        )
+        got = hunt(machine, detect_seconds=seconds, shrink_seconds=shrink_seconds, steps=steps)
+    found = Detection("hypothesis", name, runs=got.examples, seconds=got.seconds)
+    if got.first is not None:
+        found.killed_by, found.detail = got.first.kind, got.first.detail
+        found.seconds_to_detect = got.seconds_to_detect
+        found.runs = got.examples_to_detect or got.examples
+        found.operations, found.faults = got.first.operations, got.first.faults
+        if got.shrunk is not None:
+            found.shrunk_operations = got.shrunk.operations
+        if got.seconds_to_detect is not None:
+            found.shrink_seconds = got.seconds - got.seconds_to_detect
+    return found
+
+
 __all__ = [
     "ADAPTER",
     "MUTANTS",
+    "CountingTarget",
+    "Detection",
+    "adapter_machine",
+    "hypothesis_detection",
+    "seeded_detection",
     "Kill",
     "KillResult",
     "Mutant",
     "check_mutant",
     "kill_matrix",
     "library_planted_bugs",
+    "matrix_document",
     "mutant_command",
+    "RESULT_FIELDS",
     "render_matrix",
+    "repro_operations",
+    "shrunk_length",
+    "summary_line",
 ]

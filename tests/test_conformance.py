@@ -91,14 +91,34 @@ def test_target_commands() -> None:
     assert argv[-1].endswith("sqlite_inbox/adapter.py") and Path(argv[-1]).exists()
 
 
-def test_mutants_command(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(
-        ["mutants", "--names", "queue-batch,retry-ignores-metadata", "--seeds", "1", "--json"]
-    )
+def test_mutants_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from inboxsim.sim.mutants import RESULT_FIELDS
+
+    out = tmp_path / "mutants.json"
+    names = "queue-batch,retry-ignores-metadata"
+    argv = ["mutants", "--names", names, "--seeds", "1", "--shrink-seconds", "5"]
+    code = main([*argv, "--json", "--out", str(out)])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0, doc
     assert doc["killed"] == 2 and all(m["killed"] for m in doc["mutants"])
+    # --out writes the same document: the stable shape the store reads
+    assert json.loads(out.read_text()) == doc
+    assert (doc["format"], doc["version"]) == ("inboxsim-mutants", 1)
+    for entry in doc["mutants"]:
+        assert tuple(entry)[: len(RESULT_FIELDS)] == RESULT_FIELDS
+        assert entry["killed_by"] == "divergence" and entry["scenario"] and entry["runs"] >= 1
+        assert entry["operations"] >= 1 and entry["seconds_to_detect"] is not None
+        # shrunk through the adapter (5 s at most: the best repro found by then)
+        assert isinstance(entry["shrunk_ops"], int) and entry["shrunk_ops"] >= 1
+    assert doc["summary"]["killed_by"] == {"divergence": 2}
+    assert doc["summary"]["median_shrunk_ops"] is not None
+    assert main(["mutants", "--names", "queue-batch", "--no-shrink", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mutants"][0]["shrunk_ops"] is None
+    assert main(["mutants", "--shrink-seconds", "0"]) == 2
     assert main(["mutants", "--names", "no-such-mutant"]) == 2
+    # a bad --out is refused before anything runs, and nothing is written
+    assert main(["mutants", "--names", "queue-batch", "--out", str(tmp_path / "no" / "x")]) == 2
+    assert "no such folder" in capsys.readouterr().err
 
 
 REPO = Path(__file__).resolve().parent.parent

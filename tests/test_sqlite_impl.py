@@ -336,7 +336,7 @@ def test_fork_and_revert(proc: Proc) -> None:
 def test_failpoints_and_kill_keep_the_inbox(proc: Proc) -> None:
     proc.ok("create", session="s")
     assert proc.send("prompt", session="s", input="a", text="x", crash_at="after_admit") is None
-    assert proc.proc.wait(timeout=10) == 137
+    assert proc.proc.wait(timeout=10) == -signal.SIGKILL  # it SIGKILLs itself
     proc.start()
     assert proc.pending() == [("a", "steer")] and proc.calls() == []
     proc.ok("prompt", session="s", input="b", text="y", resume=False)

@@ -24,33 +24,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    RuleBasedStateMachine,
-    initialize,
-    invariant,
-    precondition,
-    rule,
-)
 
-from inboxsim.invariants import Monitor
-from inboxsim.model import (
-    FAILPOINTS,
-    Answer,
-    Compact,
-    Crashed,
-    Create,
-    Interrupt,
-    Op,
-    Policy,
-    Prompt,
-    Synthetic,
-    load_policy,
-)
+from inboxsim.model import Policy, load_policy
+from inboxsim.sim.lockstep import LockstepTarget
 from inboxsim.sim.run import RunOptions, RunResult, run_random
 from inboxsim.sim.shrink import size_of
-from inboxsim.sim.target import ModelTarget, hello_op
-from inboxsim.sim.trace import Step
-from inboxsim.sim.view import View
+from inboxsim.sim.stateful import InboxMachine, hunt
+from inboxsim.sim.target import ModelTarget
 
 OPTIONS = RunOptions(ops=30)
 QUICK = settings(
@@ -117,210 +97,22 @@ def test_hypothesis_finds_and_shrinks_the_g2_timestamp_violation() -> None:
 
 # --- 3. a rule-based state machine over the model and the Monitor ------------------------
 
-SESSIONS = ("s1", "s2")
-IDS = ("u1", "u2", "u3")
-sessions = st.sampled_from(SESSIONS)
-input_ids = st.none() | st.sampled_from(IDS)
-texts = st.sampled_from(("a", "b"))
-deliveries = st.sampled_from((None, "steer", "queue"))
-crashes = st.none() | st.sampled_from(FAILPOINTS)
-resumes = st.none() | st.just(False)
+
+# The machine lives in the package (inboxsim.sim.stateful), so that the mutant
+# benchmark drives adapters with the very same rules; here it runs the model.
+class ModelMachineG4(InboxMachine):
+    """The package's machine over the g4 model (a subclass, so that these
+    settings stay the test's own)."""
 
 
-class InboxMachine(RuleBasedStateMachine):
-    """The reference model under ``POLICY``, every step judged by the Monitor.
-
-    Adapt it: subclass with another ``POLICY`` (a preset or a Policy), or
-    swap :meth:`target` for your own :class:`~inboxsim.sim.target.Target`.
-    """
-
-    POLICY: str | Policy = "g4"
-    STEP_LIMIT = 4
-
-    def target(self, policy: Policy) -> Any:
-        return ModelTarget(policy, self.STEP_LIMIT)
-
-    def __init__(self) -> None:
-        super().__init__()
-        policy = self.POLICY if isinstance(self.POLICY, Policy) else load_policy(self.POLICY)
-        self.driven = self.target(policy)
-        self.now = 0
-        self.steps: list[Step] = []
-        self.view = View()
-        self.sent: list[Prompt | Synthetic] = []
-        self.violations: list[Any] = []
-        reply, observed = self.driven.request(hello_op(0, self.STEP_LIMIT))
-        self.monitor = Monitor(policy, dict(reply.result))  # type: ignore[union-attr]
-        self._record("hello", hello_op(0, self.STEP_LIMIT), None, reply, observed)
-
-    # --- plumbing ----------------------------------------------------------------
-
-    def _record(
-        self, label: str, op: Op | None, crash_at: str | None, reply: Any, observed: Any
-    ) -> None:
-        kind = "request" if op is not None else "crash"
-        step = Step(len(self.steps), "safety", kind, label, op, crash_at, reply, observed)
-        self.steps.append(step)
-        self.view.absorb(observed)
-        self.violations.extend(self.monitor.feed(step))
-
-    def _tick(self) -> int:
-        self.now += 1
-        return self.now
-
-    def _restart(self) -> None:
-        op = hello_op(self.now, self.STEP_LIMIT)
-        reply, observed = self.driven.request(op)
-        self._record("restart", op, None, reply, observed)
-
-    def _send(self, label: str, op: Op, crash_at: str | None = None) -> None:
-        reply, observed = self.driven.request(op, crash_at)
-        self._record(label, op, crash_at, reply, observed)
-        if isinstance(reply, Crashed):
-            self._restart()
-
-    # --- rules -------------------------------------------------------------------------
-
-    @initialize()
-    def create_sessions(self) -> None:
-        for session in SESSIONS:
-            self._send("create", Create(self._tick(), session=session))
-
-    def _prompt(
-        self,
-        session: str,
-        input: str | None,
-        text: str,
-        delivery: str | None,
-        resume: bool | None,
-        crash_at: str | None,
-    ) -> None:
-        op = Prompt(
-            self._tick(), session=session, input=input, text=text, delivery=delivery, resume=resume
-        )
-        self.sent.append(op)
-        self._send("prompt", op, crash_at)
-
-    @rule(
-        session=sessions,
-        input=input_ids,
-        text=texts,
-        explicit=st.booleans(),
-        resume=resumes,
-        crash_at=crashes,
-    )
-    def steer(
-        self,
-        session: str,
-        input: str | None,
-        text: str,
-        explicit: bool,
-        resume: bool | None,
-        crash_at: str | None,
-    ) -> None:
-        """A steer prompt (``delivery = "steer"``, or left to its default)."""
-        self._prompt(session, input, text, "steer" if explicit else None, resume, crash_at)
-
-    @rule(session=sessions, input=input_ids, text=texts, resume=resumes, crash_at=crashes)
-    def queue(
-        self, session: str, input: str | None, text: str, resume: bool | None, crash_at: str | None
-    ) -> None:
-        """A queued prompt."""
-        self._prompt(session, input, text, "queue", resume, crash_at)
-
-    @rule(session=sessions, input=input_ids, background=st.booleans(), delivery=deliveries)
-    def synthetic(
-        self, session: str, input: str | None, background: bool, delivery: str | None
-    ) -> None:
-        if background:
-            op = Synthetic(
-                self._tick(),
-                session=session,
-                input=input,
-                text="done",
-                description="background",
-                metadata={"job": 1},
-                delivery="steer",
-            )
-        else:
-            op = Synthetic(self._tick(), session=session, input=input, text="a", delivery=delivery)
-        self.sent.append(op)
-        self._send("synthetic", op)
-
-    @precondition(lambda self: bool(self.view.calls))
-    @rule(
-        which=st.integers(0, 3), finish=st.sampled_from(("stop", "tool", "error")), crash_at=crashes
-    )
-    def answer(self, which: int, finish: str, crash_at: str | None) -> None:
-        call = self.view.calls[which % len(self.view.calls)]
-        self._send(
-            "answer." + finish, Answer(self._tick(), call=call.call, finish=finish), crash_at
-        )
-
-    @rule(session=sessions, input=st.none() | st.sampled_from(("c1", "c2")))
-    def compact(self, session: str, input: str | None) -> None:
-        self._send("compact", Compact(self._tick(), session=session, input=input))
-
-    @rule(session=sessions)
-    def interrupt(self, session: str) -> None:
-        self._send("interrupt", Interrupt(self._tick(), session=session))
-
-    @rule()
-    def crash(self) -> None:
-        self._tick()
-        self._record("kill", None, None, None, self.driven.kill())
-        self._restart()
-
-    @precondition(lambda self: bool(self.sent))
-    @rule(which=st.integers(0, 11))
-    def retry(self, which: int) -> None:
-        old = self.sent[-1 - which % len(self.sent)]
-        now = self._tick()
-        if isinstance(old, Prompt):
-            op: Op = Prompt(
-                now,
-                old.session,
-                old.input,
-                old.text,
-                old.files,
-                old.agents,
-                old.metadata,
-                old.delivery,
-                old.resume,
-            )
-        else:
-            op = Synthetic(
-                now,
-                old.session,
-                old.input,
-                old.text,
-                old.description,
-                old.metadata,
-                old.delivery,
-                old.resume,
-            )
-        self._send("retry", op)
-
-    # --- the checkers ---------------------------------------------------------------------
-
-    @invariant()
-    def no_violation(self) -> None:
-        assert not self.violations, [f"{v.invariant}: {v.message}" for v in self.violations]
-
-    def teardown(self) -> None:
-        found = list(self.monitor.finish(False))
-        self.driven.close()
-        assert not found, [f"{v.invariant}: {v.message}" for v in found]
-
-
-InboxMachine.TestCase.settings = settings(
+ModelMachineG4.TestCase.settings = settings(
     max_examples=30,
     stateful_step_count=20,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-TestInboxMachineG4 = InboxMachine.TestCase
+TestInboxMachineG4 = ModelMachineG4.TestCase
 
 
 class _G2Machine(InboxMachine):
@@ -339,3 +131,38 @@ def test_state_machine_checkers_are_live() -> None:
     assert [v.invariant for v in machine.violations] == ["monotonic-visible-time"]
     with pytest.raises(AssertionError, match="monotonic-visible-time"):
         machine.no_violation()
+
+
+# --- 4. the machine under a budget (sim.stateful.hunt) ------------------------------------
+
+
+class _G5AgainstG4(InboxMachine):
+    """The g5 model as the target, in lockstep with the g4 model: they differ
+    (g5 departs from g4 on retries and the barrier), so a hunt must find it."""
+
+    def target(self, policy: Policy) -> Any:
+        return LockstepTarget(
+            ModelTarget(policy, self.STEP_LIMIT), ModelTarget(load_policy("g5"), self.STEP_LIMIT)
+        )
+
+
+def test_hunt_finds_a_divergence_and_shrinks_it() -> None:
+    # The budget is examples, not seconds: derandomized, the result is the same each time.
+    found = hunt(_G5AgainstG4, detect_seconds=10_000, shrink_seconds=10, max_examples=300)
+    assert found.found and found.first is not None and found.shrunk is not None
+    assert found.first.kind == "divergence", found.first
+    assert found.shrunk.kind == "divergence"
+    assert 1 <= found.shrunk.operations <= found.first.operations
+    assert found.examples_to_detect is not None and found.examples >= found.examples_to_detect
+    assert found.to_dict()["shrunk"]["operations"] == found.shrunk.operations
+
+
+def test_hunt_holds_on_a_correct_target() -> None:
+    found = hunt(ModelMachineG4, detect_seconds=10_000, max_examples=10, steps=10)
+    assert not found.found and found.examples >= 10 and found.failures == []
+
+
+def test_hunt_stops_at_its_budget() -> None:
+    ticks = iter(range(0, 1_000_000, 10))  # a clock that runs 10 s per reading
+    found = hunt(ModelMachineG4, detect_seconds=5, clock=lambda: next(ticks))
+    assert not found.found and found.examples == 0
