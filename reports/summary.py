@@ -16,6 +16,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from .conformance_view import markdown_lines, summarize_conformance
+
 Row = tuple[Any, ...]
 
 
@@ -36,12 +38,14 @@ class Facts:
     probe_info: dict[str, tuple[bool, str]] = field(
         default_factory=dict
     )  # name -> required, description
+    conformance: list[Row] = field(default_factory=list)  # latest batch per target
 
 
 def load_facts(con: Any, db: str, schema_version: int) -> Facts:
     """Read the facts (the I/O edge)."""
     from ..invariants import REGISTRY
     from ..sim.probes import PROBES
+    from .conformance_view import load_conformance
 
     q = lambda sql: con.execute(sql).fetchall()  # noqa: E731
     return Facts(
@@ -66,6 +70,7 @@ def load_facts(con: Any, db: str, schema_version: int) -> Facts:
         ),
         registry={i.id: (i.statement, i.source) for i in REGISTRY.values()},
         probe_info={p.name: (p.required, p.description) for p in PROBES},
+        conformance=load_conformance(con),
     )
 
 
@@ -194,7 +199,8 @@ def summarize(f: Facts) -> dict[str, Any]:
             "run_seconds": round(seconds, 3),
             "steps_per_second": round(steps / seconds, 1) if seconds > 0 else None,
         },
-        "exit_code": 1 if failing else 0,
+        "conformance": (conformance := summarize_conformance(f.conformance)),
+        "exit_code": 1 if failing or any(b["failed"] for b in conformance) else 0,
     }
 
 
@@ -267,5 +273,6 @@ def markdown(doc: dict[str, Any], max_failing: int = 20) -> str:
         out += ["", "### Required probes never hit", ""]
         for policy, names in doc["missing_required_probes"].items():
             out.append(f"- {policy}: {', '.join(names)}")
+    out += markdown_lines(doc.get("conformance", []))
     out.append("")
     return "\n".join(out)

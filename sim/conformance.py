@@ -62,6 +62,7 @@ class Item:
     detail: str = ""
     repro: str = ""
     seconds: float = 0.0
+    steps: int = 0  # requests the run made (a seed's; for ops/s)
 
     @property
     def failed(self) -> bool:
@@ -75,6 +76,7 @@ class Item:
             "detail": self.detail,
             "repro": self.repro,
             "seconds": round(self.seconds, 3),
+            "steps": self.steps,
         }
 
 
@@ -365,7 +367,7 @@ def seed_item(
     except ProtocolError as exc:
         item = Item("seed", str(seed), "protocol error", _protocol_detail(exc, lockstep), repro)
     else:
-        steps = result.ops
+        steps = len(result.trace.steps)  # every request, restarts and liveness included
         exercised = set(result.exercised)
         violations = [(v.invariant, v.message) for v in result.violations]
         if violations:
@@ -377,6 +379,7 @@ def seed_item(
         not_testable = lockstep.not_testable()
         lockstep.close()
     item.seconds = time.perf_counter() - started
+    item.steps = steps
     return SeedOutcome(item, violations, exercised, not_testable, steps)
 
 
@@ -517,11 +520,12 @@ def store_results(db: str | Path, report: ConformanceReport) -> int:
     with Store(db) as store:
         con = store.con
         con.execute(DDL)
+        con.execute("ALTER TABLE conformance ADD COLUMN IF NOT EXISTS steps BIGINT")
         row = con.execute("SELECT coalesce(max(conformance_id), 0) + 1 FROM conformance").fetchone()
         batch = int(row[0]) if row else 1
         con.executemany(
             "INSERT INTO conformance (conformance_id, target, command, policy, kind, item, "
-            "verdict, detail, repro, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "verdict, detail, repro, seconds, steps) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     batch,
@@ -534,6 +538,7 @@ def store_results(db: str | Path, report: ConformanceReport) -> int:
                     i.detail,
                     i.repro,
                     i.seconds,
+                    i.steps,
                 )
                 for i in report.items
             ],
