@@ -344,12 +344,12 @@ def check_step(
         # other:<native> events are the implementation's own (adapter protocol,
         # "An event is"): a scenario, written in the protocol's vocabulary,
         # cannot expect them.
-        got = [e.type for e in events if not e.type.startswith("other:")]
-        want = list(spec.expect_events)
+        types = [e.type for e in events if not e.type.startswith("other:")]
+        wanted = list(spec.expect_events)
         if policy is not None and policy.step_events == "on_response":
-            got, want = _inbox_events(got), _inbox_events(want)
-        if got != want:
-            out.append(f"expected events {want}, got {got}")
+            types, wanted = _inbox_events(types), _inbox_events(wanted)
+        if types != wanted:
+            out.append(f"expected events {wanted}, got {types}")
     return out
 
 

@@ -259,8 +259,8 @@ def check_rows(events: list[Event], rows: list[Row]) -> list[dict[str, Any]]:
                     "has no admitted event in the log",
                 )
             )
-        ev = promoted.get(row.input)
-        if ev is None and row.promoted_seq is not None:
+        promotion = promoted.get(row.input)
+        if promotion is None and row.promoted_seq is not None:
             found.append(
                 _v(
                     REPLAY,
@@ -269,13 +269,13 @@ def check_rows(events: list[Event], rows: list[Row]) -> list[dict[str, Any]]:
                     "event names it: the log leaves it pending",
                 )
             )
-        elif ev is not None and row.promoted_seq != ev.seq:
+        elif promotion is not None and row.promoted_seq != promotion.seq:
             found.append(
                 _v(
                     REPLAY,
-                    [ev.seq],
-                    f"{row.input} was promoted at seq {ev.seq}, but its row says promoted_seq "
-                    f"{row.promoted_seq}",
+                    [promotion.seq],
+                    f"{row.input} was promoted at seq {promotion.seq}, but its row says "
+                    f"promoted_seq {row.promoted_seq}",
                 )
             )
     return found
