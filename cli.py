@@ -657,18 +657,40 @@ def vars_of(mutant: Any) -> dict[str, Any]:
 
 @app.command("validate")
 def validate_command(
-    file: Annotated[str, typer.Argument(help="A JSON-lines file of protocol events.")],
-    policy: Annotated[str, typer.Option("--policy", help="The policy the log was written under.")] = "g4",
+    file: Annotated[
+        str | None, typer.Argument(help="A JSON-lines file of protocol events.", show_default=False)
+    ] = None,
+    opencode_db: Annotated[
+        str | None,
+        typer.Option(
+            "--opencode-db",
+            help="Judge an OpenCode database instead (opened read-only), per session.",
+            show_default=False,
+        ),
+    ] = None,
+    policy: Annotated[
+        str | None,
+        typer.Option("--policy", help="The policy the log was written under (g4; g2 for --opencode-db).", show_default=False),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Judge a durable event log written outside the harness with every
     invariant the log alone can decide.
 
-    Exits 1 when one is violated, 2 when the file is malformed.
+    Exits 1 when one is violated, 2 when the file or database is malformed.
     """
     from inboxsim.sim.validate import validate_file
 
-    result = validate_file(file, policy)
+    if (file is None) == (opencode_db is None):
+        raise HarnessError("give one of FILE (a JSON-lines event log) or --opencode-db PATH")
+    result: Any
+    if opencode_db is not None:
+        from inboxsim.sim.opencode_db import validate_db
+
+        result = validate_db(opencode_db, policy or "g2")
+    else:
+        assert file is not None
+        result = validate_file(file, policy or "g4")
     if as_json:
         _emit_json(result.to_dict())
     else:

@@ -160,10 +160,12 @@ class BoundaryChecker(Checker):
                     "Step Boundary, just before a provider request",
                 )
                 continue
-            if not self.t.emits_steps:
+            if not self.t.emits_steps or self.policy.step_events == "on_response":
+                # on_response (G2): the step's step_started comes with the
+                # answer, after whatever was admitted while the call was open.
                 continue
-            # With step events: the batch is one run of promoted events that
-            # leads straight into the step it opens.
+            # With step events at the call: the batch is one run of promoted
+            # events that leads straight into the step it opens.
             events = ctx.by_session[sid]
             start = events.index(first)
             run_end = start

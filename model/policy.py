@@ -21,6 +21,7 @@ VisibleTime = Literal["promotion", "admission"]
 BarrierBlocks = Literal["all", "after"]
 SyntheticDelivery = Literal["steer_or_queue", "always_steer", "none"]
 Lifecycles = Literal["shared", "parallel", "parallel_merged"]
+StepEvents = Literal["at_call", "on_response"]
 
 
 class PolicyError(HarnessError, ValueError):
@@ -70,6 +71,16 @@ class Policy:
     at a boundary prompts promote before synthetics, each kind in its own
     order. ``parallel_merged`` (candidate C as decided): parallel records with
     one merged order, observably the same as ``shared``."""
+    step_events: StepEvents = "at_call"
+    """When the runner's lifecycle events are written. ``at_call`` (G4, spec
+    3.5-3.7): ``execution_*`` events frame each busy period, ``step_started``
+    is appended when the step's model call opens and an interrupted step
+    gets ``step_failed``. ``on_response`` (G2, the released OpenCode 1.18.33,
+    seen on the real server: ``docs/opencode.md``): no execution events at
+    all; ``step_started`` is written when the provider's response begins, so
+    it comes with the answer (an error answer gives ``step_started`` +
+    ``step_failed``), and a step whose call is interrupted or lost before any
+    response has no step event."""
 
     def fields(self) -> dict[str, object]:
         """The choice fields only (no name or summary), for listings."""
@@ -93,6 +104,7 @@ PRESETS: dict[str, Policy] = {
             visible_time="admission",
             steer_batch_cap=100,
             synthetic_delivery="none",
+            step_events="on_response",
         ),
         Policy(
             "g5",
@@ -127,6 +139,7 @@ _CHOICES: dict[str, tuple[object, ...]] = {
     "barrier_blocks": ("all", "after"),
     "synthetic_delivery": ("steer_or_queue", "always_steer", "none"),
     "lifecycles": ("shared", "parallel", "parallel_merged"),
+    "step_events": ("at_call", "on_response"),
 }
 
 

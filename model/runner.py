@@ -92,8 +92,14 @@ def _with_doorbell(run: Run) -> Run:
     return Run(run.call, run.phase, run.forced, run.step, run.cont, True)
 
 
+def _execution_event(tx: Tx, session: str, kind: str, data: dict[str, str] | None = None) -> None:
+    """An ``execution_*`` event, under a policy that writes them (not G2)."""
+    if tx.policy.step_events == "at_call":
+        tx.append(session, kind, None, data)
+
+
 def _start_execution(tx: Tx, session: str, forced: bool) -> None:
-    tx.append(session, "execution_started")
+    _execution_event(tx, session, "execution_started")
     _start_drain(tx, session, forced, doorbell=False)
 
 
@@ -118,7 +124,7 @@ def _drain_done(tx: Tx, session: str, doorbell: bool) -> None:
     if doorbell:
         _start_drain(tx, session, forced=False, doorbell=False)
     else:
-        tx.append(session, "execution_succeeded")
+        _execution_event(tx, session, "execution_succeeded")
         tx.runs.pop(session, None)
 
 
@@ -146,10 +152,15 @@ def _run_step(tx: Tx, session: str, scope: str, step: int, forced: bool, doorbel
     tx.reach("after_promotion")
     final = step >= tx.step_limit
     call = tx.open_call(session, "step", step, final)
+    if tx.policy.step_events == "at_call":
+        _step_started(tx, session, step, final)
+    tx.runs[session] = Run(call, "step", forced, step, False, doorbell)
+
+
+def _step_started(tx: Tx, session: str, step: int, final: bool) -> None:
     tx.append(
         session, "step_started", None, f'{{"final":{"true" if final else "false"},"step":{step}}}'
     )
-    tx.runs[session] = Run(call, "step", forced, step, False, doorbell)
 
 
 def _open_compaction(
@@ -173,11 +184,15 @@ def answer(tx: Tx, run: Run, finish: str) -> None:
         else:
             _continue(tx, session, run.step, run.cont, run.forced, run.doorbell)
     elif finish == "error":
+        if tx.policy.step_events == "on_response":
+            _step_started(tx, session, run.step, run.call.final)
         tx.append(session, "step_failed", None, {"step": run.step, "error": "model call failed"})
-        tx.append(session, "execution_failed", None, {"error": "model call failed"})
+        _execution_event(tx, session, "execution_failed", {"error": "model call failed"})
         if run.doorbell:
             wake(tx, session)
     else:
+        if tx.policy.step_events == "on_response":
+            _step_started(tx, session, run.step, run.call.final)
         tx.append(session, "step_ended", None, {"step": run.step, "finish": finish})
         cont = finish == "tool" and not run.call.final
         if _compaction_due(tx.log(session), tx):
@@ -212,7 +227,8 @@ def interrupt(tx: Tx, session: str) -> bool:
         return False
     if run.call.kind == "compaction":
         _settle_compaction(tx, session, failed=True, error="Compaction cancelled")
-    else:
+    elif tx.policy.step_events == "at_call":
+        # on_response: the step never started in the log, so it gets no event.
         tx.append(session, "step_failed", None, {"step": run.step, "error": "interrupted"})
-    tx.append(session, "execution_interrupted", None, {"reason": "user"})
+    _execution_event(tx, session, "execution_interrupted", {"reason": "user"})
     return True

@@ -8,6 +8,8 @@ import base64
 from html import escape
 from typing import Any
 
+from .conformance_view import html_parts
+
 _STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1300px;color:#222}
 h1{margin-bottom:.2em} .verdict{font-size:1.2em;padding:.4em .8em;border-radius:6px;display:inline-block}
@@ -161,5 +163,6 @@ def html_page(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
                 f"<td class=num>{r['max']}</td></tr>"
             )
         parts.append("</table>")
+    parts += html_parts(doc.get("conformance", []))
     parts.append("</body></html>\n")
     return "\n".join(parts)

@@ -16,6 +16,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from .conformance_view import markdown_lines, summarize_conformance
+
 Row = tuple[Any, ...]
 
 
@@ -41,12 +43,14 @@ class Facts:
     # the latest campaign: campaign_id, mutant, killed_by_kind, killed_by, seed,
     # seconds_to_detect, runs, shrunk_ops, recorded_at
     mutants: list[Row] = field(default_factory=list)
+    conformance: list[Row] = field(default_factory=list)  # latest batch per target
 
 
 def load_facts(con: Any, db: str, schema_version: int) -> Facts:
     """Read the facts (the I/O edge)."""
     from ..invariants import REGISTRY
     from ..sim.probes import PROBES
+    from .conformance_view import load_conformance
 
     q = lambda sql: con.execute(sql).fetchall()  # noqa: E731
     return Facts(
@@ -81,6 +85,7 @@ def load_facts(con: Any, db: str, schema_version: int) -> Facts:
             "shrunk_ops, recorded_at FROM mutants "
             "WHERE campaign_id = (SELECT max(campaign_id) FROM mutants) ORDER BY mutant"
         ),
+        conformance=load_conformance(con),
     )
 
 
@@ -204,7 +209,10 @@ def summarize(f: Facts) -> dict[str, Any]:
             "run_seconds": round(seconds, 3),
             "steps_per_second": round(steps / seconds, 1) if seconds > 0 else None,
         },
-        "exit_code": 1 if failing or scenarios_failed or survived else 0,
+        "conformance": (conformance := summarize_conformance(f.conformance)),
+        "exit_code": 1
+        if failing or scenarios_failed or survived or any(b["failed"] for b in conformance)
+        else 0,
     }
 
 
@@ -296,6 +304,8 @@ def headline(doc: dict[str, Any]) -> str:
         problems.append("scenarios failed")
     if doc["mutants"] and doc["mutants"]["survived"]:
         problems.append("mutants survived")
+    if any(b["failed"] for b in doc.get("conformance", [])):
+        problems.append("conformance failed")
     return "; ".join(problems) if problems else "every judged invariant held"
 
 
@@ -390,5 +400,6 @@ def markdown(doc: dict[str, Any], max_failing: int = 20) -> str:
         out += ["", "### Required probes never hit", ""]
         for policy, names in doc["missing_required_probes"].items():
             out.append(f"- {policy}: {', '.join(names)}")
+    out += markdown_lines(doc.get("conformance", []))
     out.append("")
     return "\n".join(out)

@@ -67,6 +67,7 @@ class Item:
     repro: str = ""
     seconds: float = 0.0
     repro_file: str = ""  # a minimal repro scenario, shrunk through the same adapter
+    steps: int = 0  # requests the run made (a seed's; for ops/s)
 
     @property
     def failed(self) -> bool:
@@ -81,6 +82,7 @@ class Item:
             "repro": self.repro,
             "repro_file": self.repro_file,
             "seconds": round(self.seconds, 3),
+            "steps": self.steps,
         }
 
 
@@ -390,12 +392,12 @@ def seed_item(
     started = time.perf_counter()
     violations: list[tuple[str, str]] = []
     exercised: set[str] = set()
-    steps = kills = crashes = 0
+    steps = kills = crashes = requests = 0
     try:
         result = run_seed(seed, policy, RunOptions(ops=ops, only_expected=True), target=lockstep)
     except Divergence as div:
         item = Item("seed", str(seed), "diverged", div.render(), repro)
-        steps = div.step + 1
+        steps = requests = div.step + 1
     except NotTestable as exc:
         item = Item("seed", str(seed), "not testable", str(exc), repro)
     except ProtocolError as exc:
@@ -404,6 +406,7 @@ def seed_item(
         steps = result.ops
         kills = sum(1 for s in result.trace.steps if s.kind == "crash")
         crashes = sum(1 for s in result.trace.steps if isinstance(s.reply, Crashed))
+        requests = len(result.trace.steps)  # every request, restarts and liveness included
         exercised = set(result.exercised)
         violations = [(v.invariant, v.message) for v in result.violations]
         if violations:
@@ -421,6 +424,7 @@ def seed_item(
         not_testable = lockstep.not_testable()
         lockstep.close()
     item.seconds = time.perf_counter() - started
+    item.steps = requests
     return SeedOutcome(item, violations, exercised, not_testable, steps, kills, crashes)
 
 
@@ -754,13 +758,15 @@ def store_results(db: str | Path, report: ConformanceReport) -> int:
     with Store(db) as store:
         con = store.con
         con.execute(DDL)
-        # a store written before repro files existed
+        # stores written before repro files and request counts existed
         con.execute("ALTER TABLE conformance ADD COLUMN IF NOT EXISTS repro_file VARCHAR")
+        con.execute("ALTER TABLE conformance ADD COLUMN IF NOT EXISTS steps BIGINT")
         row = con.execute("SELECT coalesce(max(conformance_id), 0) + 1 FROM conformance").fetchone()
         batch = int(row[0]) if row else 1
         con.executemany(
             "INSERT INTO conformance (conformance_id, target, command, policy, kind, item, "
-            "verdict, detail, repro, repro_file, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "verdict, detail, repro, repro_file, seconds, steps) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     batch,
@@ -774,6 +780,7 @@ def store_results(db: str | Path, report: ConformanceReport) -> int:
                     i.repro,
                     i.repro_file,
                     i.seconds,
+                    i.steps,
                 )
                 for i in report.items
             ],

@@ -74,6 +74,7 @@ from ..errors import HarnessError
 from ..model import Call, Crashed, Err, Hello, Ok, Op, Reply
 from .target import Target
 from .trace import MessageView, Observed, PendingView, observed_wire, reply_wire
+from .workload import NO_METADATA
 
 VISIBLE = ("user", "synthetic")
 # The hello feature each operation needs (adapter-protocol.md, "Features").
@@ -403,15 +404,21 @@ class LockstepTarget:
         if not self._hello_seen:
             return True
         have = self.features()
-        return all(f in have for f in needs(op, crash_at))
+        return all(f in have for f in needs(op, crash_at)) and not self._refused_metadata(op)
+
+    def _refused_metadata(self, op: Op | str) -> bool:
+        """A request with metadata to a target whose hello lists ``no_metadata``."""
+        return NO_METADATA in self.t.features and bool(getattr(op, "metadata", None))
 
     def skip(self, op: Op | str, crash_at: str | None = None) -> str:
         """Record a request as not testable, and return why (for the caller's report)."""
         name = op if isinstance(op, str) else op.OP
         missing = [f for f in needs(op, crash_at) if f not in self.features()]
-        why = f"{name}{' crash_at=' + crash_at if crash_at else ''}: " + ", ".join(
-            f"{f} not in the {self._lacking(f)}'s hello features" for f in missing
-        )
+        reasons = [f"{f} not in the {self._lacking(f)}'s hello features" for f in missing]
+        if self._refused_metadata(op):
+            missing.append("metadata")
+            reasons.append("it carries metadata and the target's hello lists no_metadata")
+        why = f"{name}{' crash_at=' + crash_at if crash_at else ''}: " + ", ".join(reasons)
         for f in missing:
             self.not_testable.setdefault(f, why)
         self.skipped.append(why)
@@ -489,12 +496,17 @@ class LockstepTarget:
                 f"the harness sent {op.step_limit}",
             )
         for f in self.t.features:
-            if f not in self.m.features:
+            if f == NO_METADATA:
+                # A restriction, not a feature: the workload sends neither side metadata.
+                self.not_testable.setdefault(
+                    "metadata", "the target's hello lists no_metadata: its prompts take none"
+                )
+            elif f not in self.m.features:
                 self.not_testable.setdefault(f, f"{f} not in the model's hello features")
         for f in self.m.features:
             if f not in self.t.features:
                 self.not_testable.setdefault(f, f"{f} not in the target's hello features")
-        both = [f for f in self.t.features if f in self.m.features]
+        both = [f for f in self.t.features if f in self.m.features or f == NO_METADATA]
         return Ok({**result, "features": both})
 
     # --- comparing ----------------------------------------------------------------

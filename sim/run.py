@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import __version__
-from ..model import Answer, Crashed, Op, Policy, Resume
+from ..errors import HarnessError
+from ..model import Answer, Crashed, Ok, Op, Policy, Prompt, Resume
 from . import checkers
 from .checkers import MonitorFactory, ViolationFactory
 from .encode import StepText, step_text, trace_hash_of
@@ -188,7 +189,9 @@ def run(
         )
     liveness = "stopped"
     if not stopped:
-        settled, stopped = _liveness(rec, driven, ch, swarm, options.bound(), now)
+        settled, stopped = _liveness(
+            rec, driven, ch, swarm, options.bound(), now, hello_result.get("features", ())
+        )
         if not stopped:
             liveness = "settled" if settled else "unsettled"
             found = list(rec.monitor.finish(True))
@@ -255,9 +258,19 @@ def _restart(rec: _Recorder, target: Target, swarm: Swarm, now: int, phase: Phas
 
 
 def _liveness(
-    rec: _Recorder, target: Target, ch: Chooser, swarm: Swarm, bound: int, now: int
+    rec: _Recorder,
+    target: Target,
+    ch: Chooser,
+    swarm: Swarm,
+    bound: int,
+    now: int,
+    features: Sequence[str] = ("resume",),
 ) -> tuple[bool, bool]:
-    """Faults off, drive to quiet; returns (settled, stopped by a violation)."""
+    """Faults off, drive to quiet; returns (settled, stopped by a violation).
+
+    An idle session with pending input is woken by ``resume``; a target
+    without that feature (OpenCode 1.18.33 has no resume route) is woken the
+    way its clients wake it, by an exact retry of a pending prompt."""
     view, tick = rec.view, swarm.tick + 1
     for _ in range(bound):
         op: Op
@@ -272,10 +285,32 @@ def _liveness(
                 return True, False
             now += ch.below(tick)
             op, label = Resume(now, session=session), "liveness.resume"
+            if "resume" not in features:
+                op, label = _wake_by_retry(rec.steps, session, view, now), "liveness.retry"
         reply, observed = target.request(op)
         if rec.add("liveness", label, op, None, reply, observed):
             return view.quiet(), True
     return view.quiet(), False
+
+
+def _wake_by_retry(steps: Sequence[Step], session: str, view: View, now: int) -> Op:
+    """An exact retry, with resume, of the session's oldest pending prompt (its
+    first admitted request, found in the trace); a prompt is admitted under the
+    ID its receipt names, so a prompt sent without one is retried with it."""
+    first = view.pending[session][0]
+    for step in steps:
+        op, reply = step.request, step.reply
+        if (
+            isinstance(op, Prompt)
+            and isinstance(reply, Ok)
+            and reply.result.get("input") == first.input
+            and reply.result.get("session") == session
+        ):
+            return replace(op, now=now, input=first.input, resume=None)
+    raise HarnessError(
+        f"liveness: the target has no resume and no prompt admitted {first.input!r} "
+        f"in {session} is in the trace to retry"
+    )
 
 
 def _last(steps: Sequence[Step], n: int = 5) -> tuple[int, ...]:

@@ -72,6 +72,11 @@ NEEDS = {
     "interrupt": "interrupt",
 }
 MEMORY = 12  # requests a client remembers
+# A restriction an adapter may list among its hello features: its prompts take
+# no metadata (OpenCode 1.18.33's prompt is {text, files, agents}). It is a
+# restriction rather than a feature so that the model's hello, and with it
+# every model trace and its hash, stays as it was.
+NO_METADATA = "no_metadata"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +112,8 @@ class Workload:
         "_acts",
         "_crash",
         "_menus",
+        "_metadata_ok",
+        "_conflicts",
     )
 
     def __init__(self, swarm: Swarm, ch: Chooser, features: Collection[str]) -> None:
@@ -132,6 +139,16 @@ class Workload:
         }
         self._acts = {family: getattr(self, "_" + family + "_action") for family in FAMILIES}
         self._menus: dict[tuple[bool, bool, bool], tuple[tuple[str, ...], tuple[int, ...]]] = {}
+        self._metadata_ok = NO_METADATA not in self.features
+        # The ways a prompt's ID can be reused with something changed (see
+        # _conflict_action): all five unless the target lacks metadata, or
+        # both other kinds (synthetic and compaction).
+        self._conflicts = tuple(
+            how
+            for how in range(5)
+            if (how != 1 or self._metadata_ok)
+            and (how != 4 or "synthetic" in self.features or "compaction" in self.features)
+        )
 
     # --- the next action ----------------------------------------------------
 
@@ -202,7 +219,7 @@ class Workload:
         return self.ch.pick(self.ids)
 
     def _metadata(self) -> dict[str, int | float] | None:
-        if self.ch.chance(self.swarm.metadata_rate):
+        if self._metadata_ok and self.ch.chance(self.swarm.metadata_rate):
             return self.ch.pick(METADATA)
         return None
 
@@ -242,7 +259,7 @@ class Workload:
                 input=self._input_id(),
                 text="done",
                 description="background",
-                metadata={"job": ch.below(3)},
+                metadata={"job": ch.below(3)} if self._metadata_ok else None,
                 delivery="steer",
             )
             return Action("synthetic.background", op)
@@ -274,7 +291,8 @@ class Workload:
         ch = self.ch
         candidates = [s.op for s in self.sent[client] if s.op.input is not None]
         old = ch.pick(candidates)
-        how = ch.below(5)
+        # All five: one draw below 5, as always (model traces keep their hash).
+        how = self._conflicts[ch.below(len(self._conflicts))]
         session = old.session
         if isinstance(old, Compact):
             # A compaction ID reused by a prompt: another kind.
@@ -300,7 +318,7 @@ class Workload:
                 op = Synthetic(now, session=session, input=old.input, text=old.text)
             elif isinstance(old, Prompt):
                 op = Compact(now, session=session, input=old.input)
-            elif ch.chance(0.5):
+            elif "compaction" not in self.features or ch.chance(0.5):
                 op = Prompt(now, session=session, input=old.input, text=old.text)
             else:
                 op = Compact(now, session=session, input=old.input)

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from inboxsim.cli import main
 from inboxsim.impls.opencode import (
     RECOMMENDED_TIMEOUT,
     adapter_command,
@@ -41,6 +42,8 @@ from inboxsim.model import (
     Prompt,
 )
 from inboxsim.sim.adapter import AdapterTarget
+from inboxsim.sim.conformance import conformance
+from inboxsim.sim.opencode_db import validate_db
 from inboxsim.sim.protocol import ProtocolError
 from inboxsim.sim.target import ModelTarget
 
@@ -237,6 +240,52 @@ def test_opencode_agrees_with_g2(
     finally:
         target.close()
         no_processes_left(data)
+    # The database the run left (WAL and all, the server SIGKILLed), judged
+    # read-only by `inboxsim validate --opencode-db`: never modified.
+    check_db_validates(data / "xdg" / "data" / "opencode" / "opencode.db", sessions=2)
+
+
+def check_db_validates(db: Path, sessions: int) -> None:
+    files = [f for f in (db, db.with_name(db.name + "-wal")) if f.exists()]
+    before = [(f.read_bytes(), f.stat().st_mtime_ns) for f in files]
+    result = validate_db(db)
+    assert [(f.read_bytes(), f.stat().st_mtime_ns) for f in files] == before
+    assert len(result.sessions) == sessions, result.lines()
+    assert result.exit_code == 0, "\n".join(result.lines())
+    exercised = {i for s in result.sessions for i in s.exercised}
+    assert {"seq-contiguous", "promoted-once", "admission-projects-row"} <= exercised
+    assert main(["validate", "--opencode-db", str(db)]) == 0
+
+
+# A few library scenarios (send, steer, queue, retry, conflict, interrupt,
+# allowance) and two seeds with kills: a short conformance run, as CI runs it.
+CI_SCENARIOS = ["seed-send", "seed-steer", "seed-queue", "seed-retry", "idle-interrupt-noop"]
+
+
+def test_conformance_run_against_opencode(
+    opencode_ready: None, env_require_netns: None, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    report = conformance(
+        adapter_command(),
+        "g2",
+        seeds=2,
+        ops=20,
+        timeout=RECOMMENDED_TIMEOUT,
+        scenarios=CI_SCENARIOS,
+        workdir=work,
+        target_name="opencode",
+    )
+    text = "\n".join(report.lines())
+    print(text, file=sys.__stderr__)
+    verdicts = {(i.kind, i.item): i.verdict for i in report.items}
+    # Nothing the target lacks is failed: it is "not testable", feature by feature.
+    for feature in ("compaction", "fork", "resume", "failpoints", "metadata", "revert"):
+        assert verdicts.get(("feature", feature)) == "not testable", text
+    assert not [i for i in report.items if i.verdict == "protocol error"], text
+    assert report.passed, text
+    assert {verdicts[("scenario", n)] for n in CI_SCENARIOS} == {"held"}, text
+    no_processes_left(work)
 
 
 def test_no_process_left_after_a_failure(

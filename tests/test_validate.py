@@ -114,3 +114,124 @@ def test_malformed_lines_exit_2(
 
 def test_missing_file_exit_2(tmp_path: Path) -> None:
     assert main(["validate", str(tmp_path / "nope.jsonl")]) == 2
+
+
+# --- --opencode-db: a hand-made OpenCode database --------------------------------
+
+OPENCODE_SCHEMA = """
+CREATE TABLE event (id text PRIMARY KEY, aggregate_id text NOT NULL, seq integer NOT NULL,
+                    type text NOT NULL, data text NOT NULL);
+CREATE TABLE session_input (id text PRIMARY KEY, session_id text NOT NULL, prompt text NOT NULL,
+                            delivery text NOT NULL, admitted_seq integer NOT NULL,
+                            promoted_seq integer, time_created integer NOT NULL);
+"""
+
+
+def _opencode_db(path: Path, events: list[tuple], rows: list[tuple]) -> Path:
+    """A database with OpenCode 1.18.33's two tables: events (session, seq, type,
+    message, delivery) and session_input rows (message, session, delivery,
+    admitted_seq, promoted_seq)."""
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.executescript(OPENCODE_SCHEMA)
+    for n, (session, seq, kind, message, delivery) in enumerate(events):
+        data: dict = {"timestamp": 1000 + n, "sessionID": session}
+        if message is not None:
+            data["messageID"] = message
+        if delivery is not None:
+            data["delivery"] = delivery
+        con.execute(
+            "INSERT INTO event VALUES (?, ?, ?, ?, ?)",
+            (f"evt_{n}", session, seq, kind, json.dumps(data)),
+        )
+    for message, session, delivery, admitted, promoted in rows:
+        con.execute(
+            "INSERT INTO session_input VALUES (?, ?, '{}', ?, ?, ?, 0)",
+            (message, session, delivery, admitted, promoted),
+        )
+    con.commit()
+    con.close()
+    return path
+
+
+GOOD_EVENTS = [
+    ("ses_1", 0, "session.created.1", None, None),
+    ("ses_1", 1, "session.next.prompt.admitted.1", "msg_a", "steer"),
+    ("ses_1", 2, "session.next.prompted.1", "msg_a", "steer"),
+    ("ses_1", 3, "session.next.step.started.1", None, None),
+    ("ses_1", 4, "session.next.step.ended.2", None, None),
+    ("ses_1", 5, "session.next.prompt.admitted.1", "msg_b", "queue"),
+    ("ses_2", 0, "session.created.1", None, None),
+]
+GOOD_ROWS = [("msg_a", "ses_1", "steer", 1, 2), ("msg_b", "ses_1", "queue", 5, None)]
+
+
+def test_a_good_opencode_db_holds_and_is_not_modified(tmp_path: Path) -> None:
+    from inboxsim.sim.opencode_db import validate_db
+
+    db = _opencode_db(tmp_path / "opencode.db", GOOD_EVENTS, GOOD_ROWS)
+    before = (db.read_bytes(), db.stat().st_mtime_ns)
+    result = validate_db(db)
+    assert result.exit_code == 0, result.lines()
+    assert [s.sessions for s in result.sessions] == [["ses_1"], ["ses_2"]]
+    assert {"promoted-once", "admission-projects-row", "seq-contiguous"} <= set(
+        result.sessions[0].exercised
+    )
+    assert (db.read_bytes(), db.stat().st_mtime_ns) == before
+    assert main(["validate", "--opencode-db", str(db)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("events", "rows", "invariant"),
+    [
+        # promoted twice
+        (
+            GOOD_EVENTS + [("ses_1", 6, "session.next.prompted.1", "msg_a", "steer")],
+            GOOD_ROWS,
+            "promoted-once",
+        ),
+        # a gap in the seqs
+        ([e if e[1] != 5 else (*e[:1], 7, *e[2:]) for e in GOOD_EVENTS], GOOD_ROWS, "seq-contiguous"),
+        # the projection says promoted, the log does not
+        (GOOD_EVENTS, [GOOD_ROWS[0], ("msg_b", "ses_1", "queue", 5, 6)], "replay-matches-views"),
+        # an admission without its row
+        (GOOD_EVENTS, GOOD_ROWS[:1], "admission-projects-row"),
+    ],
+)
+def test_a_broken_opencode_db_is_reported_per_session(
+    tmp_path: Path, events: list[tuple], rows: list[tuple], invariant: str
+) -> None:
+    from inboxsim.sim.opencode_db import validate_db
+
+    db = _opencode_db(tmp_path / "opencode.db", events, rows)
+    result = validate_db(db)
+    bad = {s.sessions[0]: {v["invariant"] for v in s.violations} for s in result.sessions}
+    assert invariant in bad["ses_1"], result.lines()
+    assert bad["ses_2"] == set()
+    assert result.exit_code == 1
+    assert main(["validate", "--opencode-db", str(db)]) == 1
+
+
+def test_opencode_db_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import sqlite3
+
+    corrupt = tmp_path / "corrupt.db"
+    corrupt.write_bytes(b"this is not a database at all" * 100)
+    other = tmp_path / "other.db"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    cases = {
+        str(tmp_path / "missing.db"): "does not exist",
+        str(corrupt): "not a readable SQLite database",
+        str(other): "not an OpenCode database: it has no event table",
+        str(tmp_path): "is not a file",
+    }
+    for path, words in cases.items():
+        assert main(["validate", "--opencode-db", path]) == 2
+        err = capsys.readouterr().err
+        assert words in err and "Traceback" not in err, err
+    assert main(["validate"]) == 2
+    assert "give one of FILE" in capsys.readouterr().err

@@ -69,8 +69,10 @@ from fake_provider import TOOL_TARGET, Provider  # type: ignore[import-not-found
 VERSION = "1.18.33"
 PACKAGE = f"opencode-ai@{VERSION}"
 PROTOCOL = 1
-FEATURES = ["interrupt"]  # see docs/opencode.md: no synthetic, compaction barrier, fork,
-# revert (not wired), resume route, crash op or failpoints in 1.18.33
+# See docs/opencode.md: no synthetic, compaction barrier, fork, revert (not
+# wired), resume route, crash op or failpoints in 1.18.33; and "no_metadata", a
+# restriction: the 1.18.33 prompt has no metadata field, so the harness sends none.
+FEATURES = ["interrupt", "no_metadata"]
 PROVIDER_ID, MODEL_ID = "fake", "fake-model"
 EXIT_USAGE, EXIT_INSTALL, EXIT_NETNS, EXIT_START = 2, 4, 5, 6
 
@@ -802,6 +804,14 @@ class Adapter:
         after = req.get("after")
         events: list[dict[str, Any]] = []
         cursor = None if after is None else int(after)
+        if cursor is None or cursor < 0:
+            # The history route serves SessionDurableEvents only, so it omits
+            # seq 0 (``session.created``), which the event table holds: read
+            # it there, so the log starts at seq 0 as the durable log does.
+            created = self._created_event(oc)
+            if created is not None:
+                events.append(created)
+                cursor = 0
         while True:
             query = "limit=100" if cursor is None or cursor < 0 else f"after={cursor}&limit=100"
             status, body = self.http.call("GET", f"/api/session/{oc}/history?{query}")
@@ -813,6 +823,22 @@ class Adapter:
             if not body.get("hasMore") or not body["data"]:
                 break
         return {"events": events}
+
+    def _created_event(self, oc: str) -> dict[str, Any] | None:
+        with contextlib.closing(self.server.db()) as db:
+            row = db.execute(
+                "SELECT type, data FROM event WHERE aggregate_id = ? AND seq = 0", (oc,)
+            ).fetchone()
+        if row is None:
+            return None
+        native = row[0].rsplit(".", 1)[0] if row[0][-1:].isdigit() else row[0]
+        info = (json.loads(row[1]).get("info") or {}).get("time") or {}
+        return {
+            "seq": 0,
+            "type": EVENT_MAP.get(native, f"other:{native}"),
+            "time": self.clock.now_of(info.get("created")),
+            "data": {},
+        }
 
     def _event(self, e: dict[str, Any]) -> dict[str, Any]:
         native, data = e["type"], e.get("data") or {}
