@@ -225,8 +225,16 @@ def _cap_pass(s: _Search, cap: list[int], best: dict[tuple[int, ...], RunResult]
     steps = best[s.cur].trace.steps
     if not steps or steps[-1].phase != "liveness" or cap[0] <= 1:
         return False
+    return _lower_cap(s, cap, (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64))
+
+
+def _lower_cap(s: _Search, cap: list[int], ks: tuple[int, ...]) -> bool:
+    """Try the workload-action caps ``ks`` (and half and one less than the
+    current one) below the current cap, smallest first; keep the first that
+    still fails with a smaller key. Results cached under another cap do not
+    carry over, so the cache is cleared at every change of cap."""
     old = cap[0]
-    for k in sorted({1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, old // 2, old - 1}):
+    for k in sorted({*ks, old // 2, old - 1}):
         if k >= old or s.spent():
             continue
         cap[0] = k
@@ -1056,17 +1064,4 @@ def _through_cap_pass(
     """A failure in the liveness phase: try fewer workload actions."""
     if best[s.cur][0].stopped_in != "liveness" or cap[0] <= 1:
         return False
-    old = cap[0]
-    for k in sorted({1, 2, 4, 8, 16, 32, old // 2, old - 1}):
-        if k >= old or s.spent():
-            continue
-        cap[0] = k
-        s.seen = set()
-        s.runs += 1
-        found = s.test(s.cur)
-        if found is not None and found[0] < s.key:
-            s.key, s.cur = found
-            return True
-    cap[0] = old
-    s.seen = set()
-    return False
+    return _lower_cap(s, cap, (1, 2, 4, 8, 16, 32))
