@@ -265,3 +265,26 @@ def test_plugin_skips_without_adapter(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "--inboxsim-adapter" in done.stdout
+
+
+# --- CI-sized seeded runs with crashes (the benchmark-sized runs are in the README) --
+
+
+def _held_with_crashes(report: object, seeds: int) -> None:
+    items = report.of("seed")  # type: ignore[attr-defined]
+    bad = [(i.item, i.verdict, i.detail.splitlines()[:3]) for i in items if i.verdict != "held"]
+    assert len(items) == seeds and not bad, bad[:3]
+    totals = report.totals  # type: ignore[attr-defined]
+    # crashes were really on: kills between requests and crashes at failpoints
+    assert totals["kills"] > 0 and totals["failpoint_crashes"] > 0, totals
+
+
+def test_model_adapter_conforms_on_two_hundred_seeds_with_crashes() -> None:
+    report = conformance(MODEL_ADAPTER, "g4", 200, ops=20, library=False, jobs=2, shrink=0)
+    _held_with_crashes(report, 200)
+
+
+def test_sqlite_inbox_conforms_on_three_dozen_seeds_with_crashes() -> None:
+    argv, _ = mutant_command(None)  # the SQLite inbox with no planted bug
+    report = conformance(argv, "g4", 36, ops=40, library=False, jobs=2, shrink=0)
+    _held_with_crashes(report, 36)
