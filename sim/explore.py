@@ -742,11 +742,16 @@ def explore(
     alphabet: frozenset[str] = FULL,
     progress: Callable[[int, int, int], None] | None = None,
     invariant: str | None = None,
+    merge: str = "log",
 ) -> ExploreResult:
     """Breadth-first search of every interleaving up to ``depth`` operations.
 
     Stops at the first violation (on a shortest path, by BFS). ``progress``
     is called after each depth with (depth, distinct states, transitions).
+    ``merge``: ``log`` (the default) merges states by :func:`state_key`;
+    ``fold`` by :func:`model_key`, coarser and not exhaustive (the monitor's
+    history is in neither key, and the fold drops more of it): a
+    measurement for the benchmark, never the command's default.
     ``invariant``: stop only at a violation of this invariant; other
     violations are not reported and the search goes on through them (to ask
     "how deep is the shortest path to *this* failure").
@@ -774,7 +779,10 @@ def explore(
     if found:
         result.violations, result.trace = found, tuple(prefix)
         return _done(result, started)
-    visited = {state_key(state)}
+    if merge not in ("log", "fold"):
+        raise ValueError(f"unknown merge {merge!r}; known: log, fold")
+    by_fold = merge == "fold"
+    visited = {model_key(state) if by_fold else state_key(state)}
     frontier = [_Node(state, root_monitor, None, (), len(prefix))]
     result.states = 1
     for now in range(1, depth + 1):
@@ -799,7 +807,7 @@ def explore(
                     return _done(result, started)
                 if t.state is source:  # an error reply: nothing changed
                     continue
-                key = state_key(t.state, cache=cache)
+                key = model_key(t.state) if by_fold else state_key(t.state, cache=cache)
                 if key not in visited:
                     visited.add(key)
                     # Frozen first (the node's children thaw copies of it),
