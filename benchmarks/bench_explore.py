@@ -8,17 +8,21 @@ alphabet grows about 17-20x per depth (2 sessions: 17, 487, 10,127, 174,621
 distinct states at depths 1-4), so depth 6 would be tens of millions of
 states: ``--alphabet full --depth 4`` is the exhaustive bound measured with
 the full alphabet over two sessions (``--sessions 1 --depth 5`` over one).
+``--model-states`` counts distinct states by the model's fold alone (no
+history, no monitor): how far a state-merging reduction could go, not a
+check (docs/explorer.md says why it is not sound for the search).
 
 The checkers are the real ones when ``inboxsim.invariants`` exports
 ``Monitor``; otherwise a no-op monitor, and the output says so.
 
-    python benchmarks/bench_explore.py [--sessions 2] [--depth 6] [--alphabet LIST]
+    python benchmarks/bench_explore.py [--sessions 2] [--depth 6] [--alphabet LIST] [--model-states]
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 from inboxsim.model import PRESETS, Policy
@@ -59,7 +63,23 @@ def main() -> int:
         help="also run with a deepcopy per child monitor (the alternative to pickle once, "
         "loads per child) and print the time ratio",
     )
+    parser.add_argument(
+        "--model-states",
+        action="store_true",
+        help="count distinct states by the model's fold alone (sim/explore.py model_key: no "
+        "history, no monitor) at each depth: how far any state-merging reduction could go; "
+        "a measurement, not an exhaustive check",
+    )
+    parser.add_argument(
+        "--merge",
+        choices=("log", "fold"),
+        default="log",
+        help="fold: merge states by the model's fold (model_key) with every check: NOT "
+        "exhaustive (the monitor's history is dropped), a measurement",
+    )
     args = parser.parse_args()
+    if args.model_states:
+        return _model_states(args)
     monitor, checks = (_NoChecks, "none (--no-checks)") if args.no_checks else _monitor()
     policy = PRESETS[args.policy]
 
@@ -78,10 +98,15 @@ def main() -> int:
         ex.DEFAULT_STEP_LIMIT,
         ex.parse_alphabet(args.alphabet),
         progress,
+        merge=args.merge,
     )
     print(f"policy {policy.name}, {args.sessions} sessions, depth {args.depth}, checks: {checks}")
     print("alphabet: " + "; ".join(ex.describe(frozenset(result.alphabet))))
-    print(ex.exhaustive_claim(args.sessions, args.depth))
+    if args.merge == "fold":
+        print("merged by model_key (the fold): NOT exhaustive, states with one fold but")
+        print("different histories are judged along the shortest one only")
+    else:
+        print(ex.exhaustive_claim(args.sessions, args.depth))
     print(f"distinct states   {result.states}")
     print(f"transitions       {result.transitions}")
     print(f"depth reached     {result.depth_reached}{' (closed)' if result.complete else ''}")
@@ -109,6 +134,25 @@ def main() -> int:
             f"{result.seconds / other.seconds:.2f}"
         )
     return 1 if result.violations else 0
+
+
+def _model_states(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    counts = ex.count_states(
+        PRESETS[args.policy],
+        args.sessions,
+        args.depth,
+        ex.model_key,
+        ex.parse_alphabet(args.alphabet),
+    )
+    seconds = time.perf_counter() - started
+    print(f"policy {args.policy}, {args.sessions} sessions, depth {args.depth}, no checks")
+    print("key: model_key (the fold of each log, no history): NOT an exhaustive check")
+    print(f"distinct folds per depth (cumulative) {counts}")
+    growth = [round(b / a, 1) for a, b in zip(counts, counts[1:], strict=False)]
+    print(f"growth per depth  {growth}")
+    print(f"seconds           {seconds:.1f}")
+    return 0
 
 
 if __name__ == "__main__":

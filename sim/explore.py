@@ -452,6 +452,108 @@ def state_key(
     return tuple(forms)
 
 
+# --- a coarser key, for measurement only -------------------------------------------
+
+
+def _fold_form(state: State, log: SessionLog, order: dict[str, int]) -> tuple[Any, ...]:
+    """One session as the model reads it: the fold of its log (pending rows,
+    transcript, staged revert), seqs and times by rank, inputs renamed by
+    first appearance, the number of pool IDs used, and the run."""
+    names: dict[str, int] = {}
+
+    def name(ident: str | None) -> int | None:
+        if ident is None:
+            return None
+        return names.setdefault(ident, len(names))
+
+    receipts = [r for r in log.pending] + [m.receipt for m in log.transcript if m.receipt]
+    seqs = sorted({r.admitted_seq for r in receipts} | {m.seq for m in log.transcript})
+    times = sorted({r.time for r in receipts} | {m.time for m in log.transcript})
+    srank = {s: i for i, s in enumerate(seqs)}
+    trank = {t: i for i, t in enumerate(times)}
+
+    def row(r: Any) -> tuple[Any, ...] | None:
+        if r is None:
+            return None
+        return (name(r.input), r.type, r.data, r.delivery, srank[r.admitted_seq], trank[r.time])
+
+    transcript = tuple(
+        (
+            name(m.id),
+            m.type,
+            srank[m.seq],
+            trank[m.time],
+            m.data,
+            name(m.copied_from),
+            row(m.receipt),
+        )
+        for m in log.transcript
+    )
+    pending = tuple(row(r) for r in log.pending)
+    used = sum(1 for ident in pool_ids(log.id) if ident in state.store.owners)
+    run = state.runs.get(log.id)
+    if run is not None:
+        for ident in run.call.context:
+            name(ident)
+    return (
+        transcript,
+        pending,
+        name(log.revert),
+        log.fork_seq is not None,
+        used,
+        _run_form(run, names, order),
+    )
+
+
+def model_key(state: State) -> tuple[Any, ...]:
+    """The model's state without its history: each session's log folded (see
+    :func:`_fold_form`), sessions sorted. Coarser than :func:`state_key`,
+    which keeps the whole event log.
+
+    **Not used by the search, and not sound for it**: the invariant monitor
+    is history-dependent (the receipts the client was given, the steps at
+    which inputs were admitted, promoted and acknowledged, the last crash),
+    and none of that is in this key, so merging two paths with one fold
+    could hide a violation that only one path's monitor would report. It
+    is here to measure how far *any* state-merging reduction could go:
+    ``benchmarks/bench_explore.py --model-states`` counts the distinct folds,
+    without the monitor (docs/explorer.md)."""
+    order = {c.call: i for i, c in enumerate(state.open_calls())}
+    forms = [_fold_form(state, state.store.sessions[sid], order) for sid in state.store.sessions]
+    forms.sort(key=repr)  # rows mix None and ints: repr gives a total order
+    return tuple(forms)
+
+
+def count_states(
+    policy: Policy,
+    sessions: int,
+    depth: int,
+    key: Callable[[State], Any],
+    alphabet: frozenset[str] = FULL,
+    step_limit: int = DEFAULT_STEP_LIMIT,
+) -> list[int]:
+    """Distinct states (cumulative) at each depth under ``key``, breadth
+    first, without any monitor: the search's shape alone, for measurement."""
+    names = session_names(sessions)
+    state, _, hello = _prefix(policy, names, step_limit)
+    enabled = enabled_families(alphabet, hello.get("features", ()))
+    seen = {key(state)}
+    frontier, counts = [state], []
+    for now in range(1, depth + 1):
+        fresh = []
+        for source in frontier:
+            for t in transitions(source, names, now, step_limit, enabled, 0):
+                if t.state is source:
+                    continue
+                k = key(t.state)
+                if k not in seen:
+                    seen.add(k)
+                    fresh.append(t.state)
+        frontier = fresh
+        counts.append(len(seen))
+    return counts
+
+
 # --- the search ------------------------------------------------------------------
 
 MonitorFactory = Callable[[Policy, dict[str, Any]], Any]
@@ -640,11 +742,16 @@ def explore(
     alphabet: frozenset[str] = FULL,
     progress: Callable[[int, int, int], None] | None = None,
     invariant: str | None = None,
+    merge: str = "log",
 ) -> ExploreResult:
     """Breadth-first search of every interleaving up to ``depth`` operations.
 
     Stops at the first violation (on a shortest path, by BFS). ``progress``
     is called after each depth with (depth, distinct states, transitions).
+    ``merge``: ``log`` (the default) merges states by :func:`state_key`;
+    ``fold`` by :func:`model_key`, coarser and not exhaustive (the monitor's
+    history is in neither key, and the fold drops more of it): a
+    measurement for the benchmark, never the command's default.
     ``invariant``: stop only at a violation of this invariant; other
     violations are not reported and the search goes on through them (to ask
     "how deep is the shortest path to *this* failure").
@@ -672,7 +779,10 @@ def explore(
     if found:
         result.violations, result.trace = found, tuple(prefix)
         return _done(result, started)
-    visited = {state_key(state)}
+    if merge not in ("log", "fold"):
+        raise ValueError(f"unknown merge {merge!r}; known: log, fold")
+    by_fold = merge == "fold"
+    visited = {model_key(state) if by_fold else state_key(state)}
     frontier = [_Node(state, root_monitor, None, (), len(prefix))]
     result.states = 1
     for now in range(1, depth + 1):
@@ -697,7 +807,7 @@ def explore(
                     return _done(result, started)
                 if t.state is source:  # an error reply: nothing changed
                     continue
-                key = state_key(t.state, cache=cache)
+                key = model_key(t.state) if by_fold else state_key(t.state, cache=cache)
                 if key not in visited:
                     visited.add(key)
                     # Frozen first (the node's children thaw copies of it),
