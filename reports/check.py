@@ -181,16 +181,22 @@ def _by_invariant(
     return dict(sorted(out.items()))
 
 
+def skipped_lines(skipped: Sequence[dict[str, Any]]) -> list[str]:
+    """Runs that could not be re-judged or replayed: one line per reason, not per run."""
+    reasons: dict[str, list[int]] = {}
+    for s in skipped:
+        reasons.setdefault(s["reason"], []).append(s["run_id"])
+    return [
+        f"  skipped {len(ids)} run(s), e.g. run {ids[0]}: {reason}" for reason, ids in reasons.items()
+    ]
+
+
 def check_lines(doc: dict[str, Any]) -> list[str]:
     lines = [
         f"re-judged {doc['runs']} stored runs of {doc['db']}: "
         f"{doc['unchanged']} unchanged, {len(doc['changed'])} changed"
     ]
-    reasons: dict[str, list[int]] = {}
-    for s in doc["skipped"]:
-        reasons.setdefault(s["reason"], []).append(s["run_id"])
-    for reason, ids in reasons.items():  # one line per reason, not per run
-        lines.append(f"  skipped {len(ids)} run(s), e.g. run {ids[0]}: {reason}")
+    lines += skipped_lines(doc["skipped"])
     for name, ids in doc["new_violations"].items():
         lines.append(f"  NEW {name}: {len(ids)} run(s), e.g. run {ids[0]}")
     for name, ids in doc["fixed"].items():

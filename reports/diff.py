@@ -341,12 +341,10 @@ def rerun_document(
 
 
 def rerun_lines(doc: dict[str, Any]) -> list[str]:
+    from .check import skipped_lines
+
     lines = [f"reran {doc['runs']} stored runs of {doc['rerun']}: {len(doc['changed'])} changed"]
-    reasons: dict[str, list[int]] = {}
-    for s in doc["skipped"]:
-        reasons.setdefault(s["reason"], []).append(s["run_id"])
-    for reason, ids in reasons.items():  # one line per reason, not per run
-        lines.append(f"  skipped {len(ids)} run(s), e.g. run {ids[0]}: {reason}")
+    lines += skipped_lines(doc["skipped"])
     for name, ids in doc["by_invariant"].items():
         lines.append(f"  invariant {name}: {len(ids)} run(s) changed verdict, e.g. run {ids[0]}")
     for op, ids in doc["by_operation"].items():
