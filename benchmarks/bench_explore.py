@@ -72,7 +72,7 @@ def main() -> int:
     )
     parser.add_argument(
         "--merge",
-        choices=("log", "fold"),
+        choices=ex.MERGES,
         default="log",
         help="fold: merge states by the model's fold (model_key) with every check: NOT "
         "exhaustive (the monitor's history is dropped), a measurement",

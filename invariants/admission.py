@@ -208,6 +208,7 @@ class BeforeWakeChecker(Checker):
     durable with nothing woken."""
 
     ids = (BEFORE_WAKE,)
+    step_scoped = ("early", "admission", "late")
     ops = (Prompt, Synthetic, Compact)
     events = None
 

@@ -100,6 +100,9 @@ class BarrierEventChecker(Checker):
                 self.settled_at[sh.id] = ctx.index
 
     def end(self, ctx: StepCtx) -> None:
+        # settled_at serves later events of the same step only: empty between
+        # steps, so that it holds no history (the explorer's merge key).
+        self.settled_at.clear()
         # barrier-lifetime on the views: a compaction row appears only by its
         # admission and leaves only when its compaction ends or fails.
         sessions = self.touched
@@ -149,6 +152,7 @@ class CoalesceChecker(Checker):
     appends nothing."""
 
     ids = (COALESCES,)
+    step_scoped = ("barrier",)
     ops = (Compact,)
 
     def __init__(self, *args: Any) -> None:

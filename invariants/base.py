@@ -91,13 +91,19 @@ class Env:
 class Checker:
     """Base of the checkers. Subclasses list the invariant ``ids`` they
     report, the request types whose steps they ``begin``/``end`` on
-    (``ops = None``: every step, crashes included), and the event types they
-    see (``events``; ``None``: every event). A hook left as the base's no-op
-    is never called."""
+    (``ops = None``: every step, crashes included), the event types they
+    see (``events``; ``None``: every event), and the attributes that are
+    ``step_scoped``. A hook left as the base's no-op is never called."""
 
     ids: ClassVar[tuple[str, ...]] = ()
     ops: ClassVar[tuple[type, ...] | None] = None
     events: ClassVar[tuple[str, ...] | None] = ()
+    step_scoped: ClassVar[tuple[str, ...]] = ()
+    """Attributes that live for one step only: assigned before any read in
+    every step that reads them, dead once the step ends. The explorer's
+    merge key (``sim/canon.py``) leaves them out; every other attribute is
+    memory that later steps read. ``tests/test_canon.py`` poisons these
+    between steps to show that no later step reads them."""
 
     def __init__(self, env: Env) -> None:
         self.env = env

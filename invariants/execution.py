@@ -35,6 +35,7 @@ class WakeChecker(Checker):
     """Spec 4.24 and 4.25, and the protocol's forced drain."""
 
     ids = (WAKE, LAZY)
+    step_scoped = ("staged",)
     ops = (Prompt, Synthetic, Compact, Resume)
 
     def __init__(self, *args: Any) -> None:
@@ -195,6 +196,7 @@ class FollowUpChecker(Checker):
     it and input is pending; otherwise the session goes idle."""
 
     ids = (FOLLOW_UP,)
+    step_scoped = ("pending",)
     ops = (Answer,)
 
     def __init__(self, *args: Any) -> None:
@@ -254,6 +256,7 @@ class CompactionErrorChecker(Checker):
     events is judged only on the step call."""
 
     ids = (COMPACTION_ERROR,)
+    step_scoped = ("barrier", "waiting", "cont")
     ops = (Answer,)
 
     def __init__(self, *args: Any) -> None:
@@ -329,6 +332,7 @@ class InterruptChecker(Checker):
     an unknown session is session_not_found."""
 
     ids = (INTERRUPT_KEEPS, IDLE_INTERRUPT)
+    step_scoped = ("known", "rows", "shown")
     ops = (Interrupt,)
 
     def __init__(self, *args: Any) -> None:

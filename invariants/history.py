@@ -21,6 +21,7 @@ COMMITS_FIRST = "prompt-commits-revert"
 
 class ForkChecker(Checker):
     ids = (NO_PENDING, CUTOFF)
+    step_scoped = ("parent_pending", "parent_rows", "parent_view", "forked")
     ops = (Fork,)
     events = None
 
@@ -156,6 +157,7 @@ class RevertChecker(Checker):
     staged revert before its admission; a synthetic input never does)."""
 
     ids = (TRUNCATES, COMMITS_FIRST)
+    step_scoped = ("staged",)
     events = ("revert_committed", "admitted")
 
     def __init__(self, *args: Any) -> None:

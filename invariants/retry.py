@@ -33,6 +33,7 @@ class ReuseChecker(Checker):
     """Judges every request that names an input ID already in use."""
 
     ids = (SILENT, SAME, REJECTED, NAMESPACE)
+    step_scoped = ("owner", "life", "state", "judged")
     ops = (Prompt, Synthetic, Compact, Fork)
 
     def __init__(self, *args: Any) -> None:

@@ -37,38 +37,38 @@ Theory of operation (after TLC's breadth-first search with a fingerprint set,
   this is where input-renaming symmetry is taken, at the source.
 
 - **Exhaustive for the bound.** Every sequence of at most ``D`` operations
-  from this alphabet over ``N`` sessions is covered: a state is expanded the
-  first (shallowest) time it is reached, and a state reached again is
-  equivalent to one already expanded (same canonical key, below) with at least
-  as much depth left, so its futures are already covered. Every transition is
-  judged, also those that lead to a known state (a step can be wrong even
-  when the state it leads to is fine).
+  from this alphabet over ``N`` sessions is covered: a path is expanded the
+  first (shallowest) time its key is reached, and a path reaching a known key
+  is equivalent to the one already expanded (the same futures, with the same
+  verdicts) with at least as much depth left, so its futures are already
+  covered. Every transition is judged, also those that lead to a known key
+  (a step can be wrong even when the state it leads to is fine).
 
-- **Canonical key** (:func:`state_key`), over the model's ``State`` but no
-  pydantic and no counters:
+- **The merge key** (``sim/canon.py``, :func:`~inboxsim.sim.canon.merge_key`)
+  is what the model and the invariant monitor will read in the future, and
+  nothing else of the path: each session's fold (pending rows, transcript,
+  staged revert, next seq) and run, and the monitor's shadows, lifecycles,
+  receipts and checker memory; inputs and calls renamed by first
+  appearance, times and seqs ranked per session (every later request
+  carries a larger ``now``; no checker does arithmetic on times), trace
+  step indexes kept only as "earlier", and sessions sorted (symmetry:
+  worlds that differ only by session names collapse). Because the monitor
+  is in the key, two paths are merged only when every continuation gets the
+  same verdicts on both; ``tests/test_canon.py`` checks that as a
+  bisimulation over every path of small bounds.
 
-  - a session is its durable event log (the pending inbox, transcript and
-    staged revert are a fold of it, ``model/store.py``) and its volatile run;
-  - input IDs are renamed by order of first appearance in the session's log,
-    which also normalizes generated IDs (barrier IDs, ``in-N``) whose numbers
-    come from the global counter; call IDs are dropped (a session has at most
-    one open call) and calls keep only their opening order among open calls;
-  - times are replaced by their dense rank within the session. The model
-    never compares times (it copies them), and every later request carries a
-    larger ``now`` than any recorded time, so two states that differ only in
-    how their sessions' clocks interleave have the same futures up to that
-    relabelling; this is where interleavings of commuting operations on
-    different sessions collapse (a state-level partial-order reduction);
-  - **symmetry:** sessions are interchangeable (all created up front alike),
-    so the key is the *sorted* tuple of per-session forms: worlds that differ
-    only by session names collapse.
+  Two coarser keys stay for measurement: :func:`state_key` (each session's
+  whole event log, times ranked, without the monitor) and :func:`model_key`
+  (the fold alone). Neither includes the monitor, so a merged state would be
+  judged along the shortest path to it only; ``--merge log|fold`` in
+  ``benchmarks/bench_explore.py`` runs them, and says they are not
+  exhaustive.
 
 - **Judging.** The invariant monitor is mutable and history-dependent: each
   expanded node keeps its own monitor, and every transition is fed to a copy
-  of it. A node's monitor is the one of the shortest path to its state (BFS),
-  so the first violation found is on a shortest path, and it is reported with
-  the full trace from ``hello``. Each new distinct state also gets the
-  end-of-run safety checks (``finish(liveness=False)`` on a copy), since
+  of it. The first violation found is on a shortest path (BFS), and it is
+  reported with the full trace from ``hello``. Each new distinct key also
+  gets the end-of-run safety checks (``finish(liveness=False)``), since
   every path prefix is a run of its own; liveness is not judged here (a
   bounded prefix need not settle).
 """
@@ -557,6 +557,7 @@ def count_states(
 # --- the search ------------------------------------------------------------------
 
 MonitorFactory = Callable[[Policy, dict[str, Any]], Any]
+MERGES = ("sound", "log", "fold")
 
 
 @dataclass(slots=True)
@@ -742,16 +743,19 @@ def explore(
     alphabet: frozenset[str] = FULL,
     progress: Callable[[int, int, int], None] | None = None,
     invariant: str | None = None,
-    merge: str = "log",
+    merge: str = "sound",
 ) -> ExploreResult:
     """Breadth-first search of every interleaving up to ``depth`` operations.
 
     Stops at the first violation (on a shortest path, by BFS). ``progress``
     is called after each depth with (depth, distinct states, transitions).
-    ``merge``: ``log`` (the default) merges states by :func:`state_key`;
-    ``fold`` by :func:`model_key`, coarser and not exhaustive (the monitor's
-    history is in neither key, and the fold drops more of it): a
-    measurement for the benchmark, never the command's default.
+    ``merge``: ``sound`` (the default) merges paths by
+    :func:`~inboxsim.sim.canon.merge_key`, the model's fold together with
+    what the monitor will read later: paths with one key have the same
+    futures, so the search is exhaustive for the bound. ``log`` (the whole
+    event log, :func:`state_key`) and ``fold`` (:func:`model_key`) leave the
+    monitor out and judge a merged state along the shortest path to it
+    only: measurements for the benchmark, not exhaustive.
     ``invariant``: stop only at a violation of this invariant; other
     violations are not reported and the search goes on through them (to ask
     "how deep is the shortest path to *this* failure").
@@ -779,10 +783,18 @@ def explore(
     if found:
         result.violations, result.trace = found, tuple(prefix)
         return _done(result, started)
-    if merge not in ("log", "fold"):
-        raise ValueError(f"unknown merge {merge!r}; known: log, fold")
-    by_fold = merge == "fold"
-    visited = {model_key(state) if by_fold else state_key(state)}
+    if merge not in MERGES:
+        raise ValueError(f"unknown merge {merge!r}; known: {', '.join(MERGES)}")
+    by_fold, sound = merge == "fold", merge == "sound"
+    if sound:
+        from .canon import merge_key
+    visited = {
+        merge_key(state, root_monitor)
+        if sound
+        else model_key(state)
+        if by_fold
+        else state_key(state)
+    }
     frontier = [_Node(state, root_monitor, None, (), len(prefix))]
     result.states = 1
     for now in range(1, depth + 1):
@@ -807,7 +819,12 @@ def explore(
                     return _done(result, started)
                 if t.state is source:  # an error reply: nothing changed
                     continue
-                key = model_key(t.state) if by_fold else state_key(t.state, cache=cache)
+                if sound:
+                    key = merge_key(t.state, child_monitor)
+                elif by_fold:
+                    key = model_key(t.state)
+                else:
+                    key = state_key(t.state, cache=cache)
                 if key not in visited:
                     visited.add(key)
                     # Frozen first (the node's children thaw copies of it),

@@ -1,0 +1,206 @@
+"""The explorer's merge key (sim/canon.py) is sound: paths it merges have the
+same futures.
+
+Two kinds of evidence:
+
+- **Bisimulation on small bounds.** Every path of the full alphabet up to a
+  depth is enumerated *without* merging, each with its own monitor. Paths
+  with one key must have the same one-step futures: the same multiset of
+  (verdicts of the transition, verdicts of the end-of-run checks, key of the
+  child). By induction over the explored region, merging by the key hides
+  no violation there. Run on the default policy and on the policies that
+  break invariants, so that the verdicts compared are not all empty.
+- **Step-scoped checker attributes are dead between steps.** The key leaves
+  out what ``Checker.step_scoped`` names; a monitor whose step-scoped
+  attributes are replaced after every step by a value that raises on any
+  use judges simulator traces exactly as an untouched one does.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections import Counter, defaultdict
+from typing import Any
+
+import pytest
+
+from inboxsim.invariants import Monitor
+from inboxsim.model import PRESETS
+from inboxsim.sim import explore as ex
+from inboxsim.sim.canon import merge_key
+from inboxsim.sim.run import RunOptions, run_seed
+
+STEP_LIMIT = ex.DEFAULT_STEP_LIMIT
+MEMBERS = 4
+
+
+def _paths(policy_name: str, sessions: int, depth: int) -> list[tuple[Any, bytes, int]]:
+    """Every path of at most ``depth`` operations (no merging): its state,
+    its pickled monitor and its trace length."""
+    policy = PRESETS[policy_name]
+    names = ex.session_names(sessions)
+    state, prefix, hello = ex._prefix(policy, names, STEP_LIMIT)
+    enabled = ex.enabled_families(ex.FULL, hello.get("features", ()))
+    monitor = Monitor(policy, hello)
+    for step in prefix:
+        monitor.feed(step)
+    level = [(state, pickle.dumps(monitor), len(prefix))]
+    paths = list(level)
+    for now in range(1, depth + 1):
+        nxt = []
+        for source, blob, length in level:
+            for t in ex.transitions(source, names, now, STEP_LIMIT, enabled, length):
+                if t.state is source:
+                    continue  # an error reply: the same state
+                child = pickle.loads(blob)
+                for step in t.steps:
+                    child.feed(step)
+                nxt.append((t.state, pickle.dumps(child), length + len(t.steps)))
+        paths += nxt
+        level = nxt
+    return paths
+
+
+def _future(sessions: int, state: Any, blob: bytes, length: int, now: int) -> Counter[Any]:
+    """One path's one-step futures: (transition verdicts, end-of-run
+    verdicts, child key), as a multiset."""
+    names = ex.session_names(sessions)
+    enabled = ex.enabled_families(ex.FULL, pickle.loads(blob).tracker.features)
+    out: Counter[Any] = Counter()
+    for t in ex.transitions(state, names, now, STEP_LIMIT, enabled, length):
+        child = pickle.loads(blob)
+        found = frozenset(v.invariant for step in t.steps for v in child.feed(step))
+        end = frozenset(v.invariant for v in pickle.loads(pickle.dumps(child)).finish(False))
+        out[(found, end, merge_key(t.state, child))] += 1
+    return out
+
+
+@pytest.mark.parametrize(
+    ("policy_name", "sessions", "depth"),
+    [("g4", 1, 2), ("g4", 2, 2), ("g2", 1, 2), ("c", 1, 2), ("b", 1, 2), ("g5", 1, 2)],
+)
+def test_paths_with_one_key_have_the_same_futures(
+    policy_name: str, sessions: int, depth: int
+) -> None:
+    groups: dict[Any, list[tuple[Any, bytes, int]]] = defaultdict(list)
+    for state, blob, length in _paths(policy_name, sessions, depth):
+        groups[merge_key(state, pickle.loads(blob))].append((state, blob, length))
+    merged = [g for g in groups.values() if len(g) > 1]
+    assert merged, "no two paths share a key: the bound tests nothing"
+    now = depth + 1  # later than every recorded time on every path
+    checked = 0
+    for group in merged:
+        first = _future(sessions, *group[0], now)
+        # every merged class is checked; within one, the first few paths
+        # (of a class's paths, most differ only by an interleaving)
+        for other in group[1:MEMBERS]:
+            assert _future(sessions, *other, now) == first
+            checked += 1
+    assert checked >= 10
+
+
+def _follow(sessions: int, labels: list[str]) -> tuple[Any, Any]:
+    """The state and monitor after the alphabet's actions with these labels
+    (a failpoint variant's label ends in ``@point``), under g4."""
+    policy = PRESETS["g4"]
+    names = ex.session_names(sessions)
+    state, prefix, hello = ex._prefix(policy, names, STEP_LIMIT)
+    enabled = ex.enabled_families(ex.FULL, hello.get("features", ()))
+    monitor, length = Monitor(policy, hello), len(prefix)
+    for step in prefix:
+        monitor.feed(step)
+    for now, label in enumerate(labels, start=1):
+        moves = ex.transitions(state, names, now, STEP_LIMIT, enabled, length)
+        t = next(t for t in moves if t.action.label == label)
+        for step in t.steps:
+            monitor.feed(step)
+        state, length = t.state, length + len(t.steps)
+    return state, monitor
+
+
+def test_the_key_separates_what_the_monitor_tells_apart() -> None:
+    """A queued prompt crashed mid-promotion (the client holds no receipt)
+    and the same prompt admitted then interrupted (it holds one) leave one
+    model fold, so the fold alone would merge them; the key does not."""
+    crashed = _follow(1, ["prompt(s1,s1.i1,queue)@mid_promotion"])
+    interrupted = _follow(1, ["prompt(s1,s1.i1,queue)", "interrupt(s1)"])
+    assert ex.model_key(crashed[0]) == ex.model_key(interrupted[0])
+    assert merge_key(*crashed) != merge_key(*interrupted)
+
+
+def test_interleavings_of_two_sessions_share_a_key() -> None:
+    """Two sessions' answers in either order: one key (times are ranked per
+    session; the calls' opening order, which the model reads, is the same)."""
+    opening = ["prompt(s1,s1.i1,steer)", "prompt(s2,s2.i1,queue)"]
+    answers = ["answer(s1,stop)", "answer(s2,tool)"]
+    one = _follow(2, opening + answers)
+    other = _follow(2, opening + answers[::-1])
+    assert ex.state_key(one[0]) == ex.state_key(other[0])
+    assert merge_key(*one) == merge_key(*other)
+
+
+def test_session_renaming_shares_a_key() -> None:
+    """The same history on s1 or on s2: one key (session symmetry)."""
+    one = _follow(2, ["prompt(s1,s1.i1,steer)", "answer(s1,tool)"])
+    other = _follow(2, ["prompt(s2,s2.i1,steer)", "answer(s2,tool)"])
+    assert merge_key(*one) == merge_key(*other)
+    third = _follow(2, ["prompt(s2,s2.i1,steer)", "answer(s2,stop)"])
+    assert merge_key(*one) != merge_key(*third)
+
+
+class _Poison:
+    """Raises on any use: a step-scoped attribute read before it is set."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"a step-scoped attribute was read between steps (.{name})")
+
+    def __bool__(self) -> bool:
+        raise AssertionError("a step-scoped attribute was read between steps (truth)")
+
+    def __iter__(self) -> Any:
+        raise AssertionError("a step-scoped attribute was read between steps (iteration)")
+
+    def __len__(self) -> int:
+        raise AssertionError("a step-scoped attribute was read between steps (len)")
+
+    def __eq__(self, other: object) -> bool:
+        raise AssertionError("a step-scoped attribute was read between steps (==)")
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("policy_name", ["g4", "g2", "c", "b", "g5"])
+def test_step_scoped_attributes_are_dead_between_steps(policy_name: str) -> None:
+    policy = PRESETS[policy_name]
+    scoped_total = 0
+    for seed in range(20):
+        trace = run_seed(seed, policy, RunOptions(ops=100)).trace
+        plain = Monitor(policy, trace.header.hello)
+        poisoned = Monitor(policy, trace.header.hello)
+        for step in trace.steps:
+            assert [v.invariant for v in poisoned.feed(step)] == [
+                v.invariant for v in plain.feed(step)
+            ]
+            for checker in poisoned.checkers:
+                for name in type(checker).step_scoped:
+                    setattr(checker, name, _Poison())
+                    scoped_total += 1
+        assert [v.invariant for v in poisoned.finish(True)] == [
+            v.invariant for v in plain.finish(True)
+        ]
+    assert scoped_total > 0
+
+
+def test_poison_fires_on_an_attribute_that_is_memory() -> None:
+    """The poison test can fail: declaring real memory step-scoped (the
+    tracker-backed lifecycle memory of LifecycleChecker) is caught."""
+    from inboxsim.invariants.execution import LifecycleChecker
+
+    policy = PRESETS["g4"]
+    trace = run_seed(0, policy, RunOptions(ops=60)).trace
+    monitor = Monitor(policy, trace.header.hello)
+    checker = next(c for c in monitor.checkers if isinstance(c, LifecycleChecker))
+    with pytest.raises(AssertionError, match="step-scoped"):
+        for step in trace.steps:
+            monitor.feed(step)
+            checker.open_since = _Poison()  # type: ignore[assignment]
