@@ -256,6 +256,10 @@ def explore(
             show_default=False,
         ),
     ] = None,
+    jobs: Annotated[
+        int,
+        typer.Option("--jobs", help="Worker processes judging each level's transitions (the result is the same)."),
+    ] = 1,
     as_json: JsonFlag = False,
 ) -> None:
     """Every interleaving of a small world, breadth first, every invariant in every state.
@@ -267,8 +271,8 @@ def explore(
     from inboxsim.sim import checkers
     from inboxsim.sim import explore as ex
 
-    if sessions < 1 or depth < 0 or step_limit < 1:
-        raise HarnessError("--sessions and --step-limit must be at least 1 and --depth at least 0")
+    if sessions < 1 or depth < 0 or step_limit < 1 or jobs < 1:
+        raise HarnessError("--sessions, --step-limit and --jobs must be at least 1 and --depth at least 0")
     try:
         families = ex.parse_alphabet(alphabet)
     except ValueError as exc:
@@ -284,7 +288,9 @@ def explore(
 
         if invariant not in REGISTRY:
             raise HarnessError(f"--invariant: unknown invariant {invariant!r} (see `inboxsim invariants`)")
-    result = ex.explore(the_policy, monitor, sessions, depth, step_limit, families, progress, invariant)
+    result = ex.explore(
+        the_policy, monitor, sessions, depth, step_limit, families, progress, invariant, jobs=jobs
+    )
     written = None
     if result.violations:
         text, fmt = ex.render_counterexample(result, the_policy)

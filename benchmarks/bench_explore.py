@@ -73,9 +73,14 @@ def main() -> int:
     parser.add_argument(
         "--merge",
         choices=ex.MERGES,
-        default="log",
-        help="fold: merge states by the model's fold (model_key) with every check: NOT "
-        "exhaustive (the monitor's history is dropped), a measurement",
+        default="sound",
+        help="sound (the explorer's): merge paths by sim/canon.py merge_key, the fold "
+        "with what the monitor reads later; log: by each session's event log (state_key); "
+        "fold: by the model's fold (model_key). log and fold leave the monitor out: NOT "
+        "exhaustive, measurements",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="worker processes judging each level (explore --jobs)"
     )
     args = parser.parse_args()
     if args.model_states:
@@ -99,12 +104,17 @@ def main() -> int:
         ex.parse_alphabet(args.alphabet),
         progress,
         merge=args.merge,
+        jobs=args.jobs,
     )
-    print(f"policy {policy.name}, {args.sessions} sessions, depth {args.depth}, checks: {checks}")
+    print(
+        f"policy {policy.name}, {args.sessions} sessions, depth {args.depth}, "
+        f"jobs {args.jobs}, checks: {checks}"
+    )
     print("alphabet: " + "; ".join(ex.describe(frozenset(result.alphabet))))
-    if args.merge == "fold":
-        print("merged by model_key (the fold): NOT exhaustive, states with one fold but")
-        print("different histories are judged along the shortest one only")
+    if args.merge != "sound":
+        key = "model_key (the fold)" if args.merge == "fold" else "state_key (the event logs)"
+        print(f"merged by {key}, without the monitor: NOT exhaustive, paths with one key")
+        print("but different monitor histories are judged along the shortest one only")
     else:
         print(ex.exhaustive_claim(args.sessions, args.depth))
     print(f"distinct states   {result.states}")

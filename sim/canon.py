@@ -48,6 +48,7 @@ merging by this key loses no violation within the bound.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from itertools import groupby, permutations, product
 from typing import Any
@@ -322,3 +323,10 @@ def merge_key(state: State, monitor: Any) -> tuple[Any, ...]:
     if len(orders) == 1:
         return _key(state, monitor, orders[0])
     return min((_key(state, monitor, order) for order in orders), key=repr)
+
+
+def fingerprint(key: tuple[Any, ...]) -> bytes:
+    """A 128-bit digest of a key, what the search keeps per visited key (as
+    TLC keeps fingerprints): a key is a few kilobytes of tuples, a digest 16
+    bytes. Two of a million keys collide with probability about 1e-27."""
+    return hashlib.blake2b(repr(key).encode(), digest_size=16).digest()

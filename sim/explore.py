@@ -80,6 +80,7 @@ import pickle
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..model import (
@@ -108,7 +109,7 @@ POOL = 2
 DEFAULT_SESSIONS = 2
 DEFAULT_DEPTH = 3
 """Small enough that the full alphabet with every checker runs in seconds (2
-sessions: 10,127 distinct states); the benchmark goes deeper."""
+sessions: 8,822 distinct states); the benchmark goes deeper."""
 DEFAULT_STEP_LIMIT = 2
 """A small step allowance, so that a final step (where ``tool`` counts as
 ``stop``) is reachable within a few answers."""
@@ -734,6 +735,120 @@ def _judge_end(monitor: Any, consume: bool = False) -> list[Any]:
     return list(copy.deepcopy(monitor).finish(False))
 
 
+@dataclass(frozen=True, slots=True)
+class _Level:
+    """What expanding one level needs besides its nodes (sent to workers)."""
+
+    names: tuple[str, ...]
+    step_limit: int
+    enabled: frozenset[str]
+    invariant: str | None
+    merge: str
+    now: int
+    last: bool  # at the bound: children are counted, never expanded
+
+    def wanted(self, found: list[Any]) -> list[Any]:
+        if self.invariant is None:
+            return found
+        return [v for v in found if v.invariant == self.invariant]
+
+
+# One judged transition: (position of its node in the chunk, its steps, the
+# violations it revealed, the key it reached (None: an error reply, or in
+# shared mode a key already seen), the child's state and frozen monitor (a
+# new key below the bound), the end-of-run violations of a new key).
+_Record = tuple[int, tuple[Step, ...] | None, list[Any], Any, State | None, Any, list[Any]]
+
+CHUNK = 64
+"""Frontier nodes per chunk: the unit of work sent to a worker, and the most
+judged transitions held before they are merged."""
+
+
+def _expand_chunk(
+    level: _Level, nodes: list[tuple[State, _Frozen, int]], seen: set[Any] | None = None
+) -> list[_Record]:
+    """Judge every transition of the nodes, in order; stop at the first
+    violation. ``seen``: the search's own set of visited keys (in process;
+    only new keys are returned), or None in a worker, which returns every
+    key with the child of its first occurrence in the chunk, and lets the
+    search tell which are new."""
+    shared = seen is not None
+    local: set[Any] = seen if seen is not None else set()
+    cache: FormCache = {}
+    if level.merge == "sound":
+        from .canon import fingerprint, merge_key
+    out: list[_Record] = []
+    for at, (source, frozen, length) in enumerate(nodes):
+        for t in transitions(
+            source, level.names, level.now, level.step_limit, level.enabled, length
+        ):
+            child, found = _judge(frozen, t.steps)
+            found = level.wanted(found)
+            if found:
+                out.append((at, t.steps, found, None, None, None, []))
+                return out
+            if t.state is source:  # an error reply: nothing changed
+                out.append((at, None, [], None, None, None, []))
+                continue
+            if level.merge == "sound":
+                key: Any = fingerprint(merge_key(t.state, child))
+            elif level.merge == "fold":
+                key = model_key(t.state)
+            else:
+                key = state_key(t.state, cache=cache)
+            if key in local:
+                out.append((at, None, [], None if shared else key, None, None, []))
+                continue
+            local.add(key)
+            # Frozen first (the child's own children thaw copies of it), then
+            # the live monitor is finished in place: no copy. At the bound the
+            # child is never expanded: only its key and verdicts are kept.
+            kept = None if level.last else _Frozen(child)
+            end = level.wanted(_judge_end(child, consume=True))
+            out.append((at, t.steps, [], key, None if level.last else t.state, kept, end))
+            # An end-of-run violation does not stop the chunk: in a worker the
+            # key may be known to the search already, which then goes on.
+    return out
+
+
+def _chunks(frontier: list[_Node]) -> Iterator[list[_Node]]:
+    for i in range(0, len(frontier), CHUNK):
+        yield frontier[i : i + CHUNK]
+
+
+def _payload(chunk: list[_Node]) -> list[tuple[State, _Frozen, int]]:
+    return [(n.state, n.monitor, n.length) for n in chunk]  # type: ignore[misc]
+
+
+def _expanded(
+    frontier: list[_Node], level: _Level, visited: set[Any], pool: Any, jobs: int
+) -> Iterator[tuple[list[_Node], list[_Record]]]:
+    """Each chunk of the frontier with its judged transitions, in frontier
+    order: in process against ``visited``, or on ``pool`` (a few chunks per
+    worker in flight, results taken back in order, so the search is the
+    same whatever the number of workers)."""
+    if pool is None:
+        for chunk in _chunks(frontier):
+            yield chunk, _expand_chunk(level, _payload(chunk), visited)
+        return
+    chunks = _chunks(frontier)
+    flight: list[tuple[list[_Node], Any]] = []
+    try:
+        while True:
+            while len(flight) < 2 * jobs:
+                chunk = next(chunks, None)
+                if chunk is None:
+                    break
+                flight.append((chunk, pool.submit(_expand_chunk, level, _payload(chunk))))
+            if not flight:
+                return
+            chunk, future = flight.pop(0)
+            yield chunk, future.result()
+    finally:
+        for _, future in flight:
+            future.cancel()
+
+
 def explore(
     policy: Policy,
     monitor: MonitorFactory,
@@ -744,6 +859,7 @@ def explore(
     progress: Callable[[int, int, int], None] | None = None,
     invariant: str | None = None,
     merge: str = "sound",
+    jobs: int = 1,
 ) -> ExploreResult:
     """Breadth-first search of every interleaving up to ``depth`` operations.
 
@@ -759,7 +875,53 @@ def explore(
     ``invariant``: stop only at a violation of this invariant; other
     violations are not reported and the search goes on through them (to ask
     "how deep is the shortest path to *this* failure").
+    ``jobs``: worker processes judging chunks of each level (the monitor
+    must pickle); the result is the same for any number.
     """
+    if merge not in MERGES:
+        raise ValueError(f"unknown merge {merge!r}; known: {', '.join(MERGES)}")
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
+    search = partial(
+        _search, policy, monitor, sessions, depth, step_limit, alphabet, progress, invariant, merge
+    )
+    if jobs == 1:
+        return search(None, 1)
+    from concurrent.futures.process import BrokenProcessPool
+
+    from ..errors import HarnessError
+    from .executor import open_executor
+
+    try:
+        pickle.dumps(monitor(policy, {}))
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        raise HarnessError(
+            f"explore --jobs {jobs}: the monitor does not pickle ({exc}); use --jobs 1"
+        ) from None
+    preload = ["inboxsim.sim.explore", "inboxsim.sim.canon", "inboxsim.invariants"]
+    try:
+        with open_executor("local", jobs, None, preload) as (pool, _):
+            return search(pool, jobs)
+    except BrokenProcessPool:
+        raise HarnessError(
+            f"explore --jobs {jobs}: a worker process died (killed, or out of memory); "
+            "nothing of the search is kept: rerun, with fewer jobs if memory ran out"
+        ) from None
+
+
+def _search(
+    policy: Policy,
+    monitor: MonitorFactory,
+    sessions: int,
+    depth: int,
+    step_limit: int,
+    alphabet: frozenset[str],
+    progress: Callable[[int, int, int], None] | None,
+    invariant: str | None,
+    merge: str,
+    pool: Any,
+    jobs: int,
+) -> ExploreResult:
     started = time.perf_counter()
     names = session_names(sessions)
     state, prefix, hello = _prefix(policy, names, step_limit)
@@ -772,78 +934,48 @@ def explore(
         tuple(f for f in FAMILIES if f in enabled),
         hello=hello,
     )
-
-    def wanted(found: list[Any]) -> list[Any]:
-        if invariant is None:
-            return found
-        return [v for v in found if v.invariant == invariant]
-
     root_monitor, found = _judge(monitor(policy, hello), prefix)
-    found = wanted(found)
+    if invariant is not None:
+        found = [v for v in found if v.invariant == invariant]
     if found:
         result.violations, result.trace = found, tuple(prefix)
         return _done(result, started)
-    if merge not in MERGES:
-        raise ValueError(f"unknown merge {merge!r}; known: {', '.join(MERGES)}")
-    by_fold, sound = merge == "fold", merge == "sound"
-    if sound:
-        from .canon import merge_key
-    visited = {
-        merge_key(state, root_monitor)
-        if sound
-        else model_key(state)
-        if by_fold
-        else state_key(state)
-    }
-    frontier = [_Node(state, root_monitor, None, (), len(prefix))]
+    if merge == "sound":
+        from .canon import fingerprint, merge_key
+
+        visited: set[Any] = {fingerprint(merge_key(state, root_monitor))}
+    else:
+        visited = {model_key(state) if merge == "fold" else state_key(state)}
+    frontier = [_Node(state, _Frozen(root_monitor), None, (), len(prefix))]
     result.states = 1
+    shared = pool is None
     for now in range(1, depth + 1):
+        level = _Level(names, step_limit, enabled, invariant, merge, now, now == depth)
         fresh: list[_Node] = []
-        cache: FormCache = {}  # per depth: bounded by the logs of two levels
-        last = now == depth
         new_at_bound = 0
-        for node in frontier:
-            source, node.state = node.state, None  # keep only what the path needs
-            assert source is not None
-            if not isinstance(node.monitor, _Frozen):  # the root
-                node.monitor = _Frozen(node.monitor)
-            for t in transitions(source, names, now, step_limit, enabled, node.length):
+        for chunk, records in _expanded(frontier, level, visited, pool, jobs):
+            for at, steps, found, key, child_state, kept, end in records:
                 result.transitions += 1
-                child_monitor, found = _judge(node.monitor, t.steps)
-                found = wanted(found)
-                child = _Node(t.state, child_monitor, node, t.steps, node.length + len(t.steps))
-                if found:
-                    result.violations, result.trace = found, path(child, prefix)
-                    result.depth_reached = now
-                    result.states = len(visited)
-                    return _done(result, started)
-                if t.state is source:  # an error reply: nothing changed
-                    continue
-                if sound:
-                    key = merge_key(t.state, child_monitor)
-                elif by_fold:
-                    key = model_key(t.state)
-                else:
-                    key = state_key(t.state, cache=cache)
-                if key not in visited:
+                node = chunk[at]
+                if key is None and not found:
+                    continue  # an error reply, or (in process) a known key
+                if not shared and not found:
+                    if key in visited:
+                        continue  # its end checks were judged when first seen
                     visited.add(key)
-                    # Frozen first (the node's children thaw copies of it),
-                    # then the live monitor is finished in place: no copy.
-                    # At the bound the node is never expanded: nothing is kept
-                    # but the count (the path to a violation needs parents only).
-                    if not last:
-                        child.monitor = _Frozen(child_monitor)
-                    found = wanted(_judge_end(child_monitor, consume=True))
-                    if found:
-                        result.violations, result.trace = found, path(child, prefix)
-                        result.depth_reached, result.states = now, len(visited)
-                        return _done(result, started)
-                    if last:
-                        child.state = child.monitor = None
-                        new_at_bound += 1
-                    else:
-                        fresh.append(child)
-            node.monitor = None  # its children have their own copies
+                if found or end:
+                    assert steps is not None
+                    child = _Node(None, None, node, steps, node.length + len(steps))
+                    result.violations, result.trace = found or end, path(child, prefix)
+                    result.depth_reached, result.states = now, len(visited)
+                    return _done(result, started)
+                if level.last:
+                    new_at_bound += 1
+                else:
+                    assert steps is not None
+                    fresh.append(_Node(child_state, kept, node, steps, node.length + len(steps)))
+            for node in chunk:  # its children have their own copies
+                node.state = node.monitor = None
         grown = len(fresh) + new_at_bound
         result.per_depth.append(grown)
         result.states = len(visited)
@@ -936,8 +1068,8 @@ def summary_lines(result: ExploreResult, out: str | None) -> list[str]:
             if not result.violations
             else f" (stopped at the first violation, depth {result.depth_reached})"
         ),
-        f"distinct states: {result.states} "
-        f"(up to session renaming; new per depth: {result.per_depth})",
+        f"distinct states: {result.states} (paths merged where the model and the monitor "
+        f"read the same future, up to renaming; new per depth: {result.per_depth})",
         f"transitions: {result.transitions}",
         f"depth reached: {result.depth_reached}"
         + (" (state space closed)" if result.complete else ""),

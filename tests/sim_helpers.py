@@ -75,3 +75,32 @@ Violation = StubViolation
 def checkers_module() -> str:
     """The module sweeps in these tests take their checkers from."""
     return "inboxsim.invariants" if real_checkers() else "inboxsim.tests.sim_helpers"
+
+
+# --- monitors for explore --jobs (importable by worker processes) ------------------
+
+
+class NoPickle:
+    """A monitor that cannot be sent to a worker (it holds a lambda)."""
+
+    def __init__(self, policy: Any, hello: dict[str, Any]) -> None:
+        self.hook = lambda: None
+
+    def feed(self, step: Any) -> list[Any]:
+        return []
+
+
+class DiesInWorkers:
+    """A monitor that kills the process judging it, unless it is the search's own."""
+
+    def __init__(self, policy: Any, hello: dict[str, Any]) -> None:
+        import os
+
+        self.home = os.getpid()
+
+    def feed(self, step: Any) -> list[Any]:
+        import os
+
+        if os.getpid() != self.home:
+            os._exit(3)
+        return []

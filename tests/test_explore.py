@@ -409,7 +409,13 @@ def test_cli_violation_json_and_file(
 
 @pytest.mark.parametrize(
     "args",
-    [["--sessions", "0"], ["--policy", "nope"], ["--alphabet", "bogus"], ["--depth", "x"]],
+    [
+        ["--sessions", "0"],
+        ["--policy", "nope"],
+        ["--alphabet", "bogus"],
+        ["--depth", "x"],
+        ["--jobs", "0"],
+    ],
 )
 def test_cli_bad_usage(
     stub_checkers: None, args: list[str], capsys: pytest.CaptureFixture[str]
@@ -433,6 +439,61 @@ def test_cli_invariant_filter(capsys: pytest.CaptureFixture[str], tmp_path: Path
     capsys.readouterr()
     assert cli.main([*args, "--invariant", "nope"]) == 2
     assert "unknown invariant 'nope'" in capsys.readouterr().err
+
+
+# --- worker processes: the same search, whatever their number ----------------------
+
+
+def _search_facts(result: ex.ExploreResult) -> tuple[Any, ...]:
+    return (
+        result.states,
+        result.transitions,
+        result.per_depth,
+        result.depth_reached,
+        [v.invariant for v in result.violations],
+        [s.decision for s in result.trace],
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "sessions", "depth", "invariant"),
+    [("g4", 1, 3, None), ("g5", 2, 2, None), ("c", 1, 3, "queue-fifo"), ("g2", 2, 3, None)],
+)
+def test_workers_give_the_same_search(
+    name: str, sessions: int, depth: int, invariant: str | None
+) -> None:
+    from inboxsim.invariants import Monitor
+
+    one, two = (
+        ex.explore(PRESETS[name], Monitor, sessions, depth, invariant=invariant, jobs=jobs)
+        for jobs in (1, 2)
+    )
+    assert _search_facts(one) == _search_facts(two)
+    assert one.states > 1
+
+
+def test_cli_jobs_give_the_same_document(capsys: pytest.CaptureFixture[str]) -> None:
+    docs = []
+    for jobs in ("1", "2"):
+        args = ["explore", "--sessions", "1", "--depth", "3", "--json", "--jobs", jobs]
+        assert cli.main(args) == 0
+        doc = json.loads(capsys.readouterr().out)
+        doc.pop("seconds"), doc.pop("states_per_second")
+        docs.append(doc)
+    assert docs[0] == docs[1]
+
+
+def test_workers_need_a_monitor_that_pickles_and_a_dead_worker_is_a_clear_error() -> None:
+    from inboxsim.errors import HarnessError
+    from inboxsim.tests.sim_helpers import DiesInWorkers, NoPickle
+
+    with pytest.raises(HarnessError, match="does not pickle"):
+        ex.explore(PRESETS["g4"], NoPickle, 1, 2, jobs=2)
+    assert ex.explore(PRESETS["g4"], NoPickle, 1, 2).states > 1  # fine in process
+    with pytest.raises(HarnessError, match="a worker process died"):
+        ex.explore(PRESETS["g4"], DiesInWorkers, 1, 2, jobs=2)
+    with pytest.raises(ValueError, match="jobs"):
+        ex.explore(PRESETS["g4"], NoPickle, 1, 2, jobs=0)
 
 
 # --- the model's fold: a measurement of how far state merging could go -------------
