@@ -260,6 +260,9 @@ def explore(
         int,
         typer.Option("--jobs", help="Worker processes judging each level's transitions (the result is the same)."),
     ] = 1,
+    pool: Annotated[
+        int, typer.Option("--pool", help="Fresh input IDs per session (part of the world's bound).")
+    ] = 2,
     as_json: JsonFlag = False,
 ) -> None:
     """Every interleaving of a small world, breadth first, every invariant in every state.
@@ -271,8 +274,8 @@ def explore(
     from inboxsim.sim import checkers
     from inboxsim.sim import explore as ex
 
-    if sessions < 1 or depth < 0 or step_limit < 1 or jobs < 1:
-        raise HarnessError("--sessions, --step-limit and --jobs must be at least 1 and --depth at least 0")
+    if min(sessions, step_limit, jobs, pool) < 1 or depth < 0:
+        raise HarnessError("--sessions, --step-limit, --jobs and --pool must be at least 1 and --depth at least 0")
     try:
         families = ex.parse_alphabet(alphabet)
     except ValueError as exc:
@@ -289,7 +292,7 @@ def explore(
         if invariant not in REGISTRY:
             raise HarnessError(f"--invariant: unknown invariant {invariant!r} (see `inboxsim invariants`)")
     result = ex.explore(
-        the_policy, monitor, sessions, depth, step_limit, families, progress, invariant, jobs=jobs
+        the_policy, monitor, sessions, depth, step_limit, families, progress, invariant, jobs=jobs, pool=pool
     )
     written = None
     if result.violations:

@@ -82,6 +82,7 @@ def main() -> int:
     parser.add_argument(
         "--jobs", type=int, default=1, help="worker processes judging each level (explore --jobs)"
     )
+    parser.add_argument("--pool", type=int, default=ex.POOL, help="fresh input IDs per session")
     args = parser.parse_args()
     if args.model_states:
         return _model_states(args)
@@ -105,10 +106,11 @@ def main() -> int:
         progress,
         merge=args.merge,
         jobs=args.jobs,
+        pool=args.pool,
     )
     print(
         f"policy {policy.name}, {args.sessions} sessions, depth {args.depth}, "
-        f"jobs {args.jobs}, checks: {checks}"
+        f"pool {args.pool}, jobs {args.jobs}, checks: {checks}"
     )
     print("alphabet: " + "; ".join(ex.describe(frozenset(result.alphabet))))
     if args.merge != "sound":
@@ -116,7 +118,7 @@ def main() -> int:
         print(f"merged by {key}, without the monitor: NOT exhaustive, paths with one key")
         print("but different monitor histories are judged along the shortest one only")
     else:
-        print(ex.exhaustive_claim(args.sessions, args.depth))
+        print(ex.exhaustive_claim(args.sessions, args.depth, args.pool))
     print(f"distinct states   {result.states}")
     print(f"transitions       {result.transitions}")
     print(f"depth reached     {result.depth_reached}{' (closed)' if result.complete else ''}")

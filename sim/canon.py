@@ -12,22 +12,26 @@ tuple under one renaming, keeping only what a future comparison can tell
 apart:
 
 - **IDs** (pool, generated ``in-``/``cmp-``/``copy-`` and ``call-`` IDs) are
-  renamed by first appearance, sessions by the sorted order of their model
-  folds (session symmetry; a tie keeps name order, which can only lose a
-  merge, never make a wrong one). Checkers and the model compare IDs for
-  equality only.
-- **Times** are replaced by their dense rank over every time in the model
-  and the monitor: checkers compare times (``<``, ``==``) and never do
-  arithmetic on them, and every later request carries a larger ``now``.
+  renamed by first appearance; checkers and the model compare IDs for
+  equality only. **Sessions** are ordered by their model folds (symmetry);
+  sessions whose folds tie are tried in every order and the least key is
+  taken, so worlds that differ only by session names get one key.
+- **Times** are replaced by their dense rank among the times of the same
+  session, in the model and the monitor together: checkers compare times
+  (``<``, ``==``) within a session and never do arithmetic on them, and
+  every later request carries a larger ``now``. Ranking per session is what
+  collapses interleavings of two sessions' operations.
 - **Seqs** likewise, with the model's next seq ranked among them; the one
   seq arithmetic (seq-contiguous: the next event's seq is the previous plus
   one) is kept exactly as each session's gap between its next seq and the
   tracker's last seen seq.
-- **Trace step indexes** (where an input was admitted, promoted,
-  acknowledged, the last crash) are evidence in violation messages, and are
+- **Trace step indexes** are evidence in violation messages, and are
   otherwise only compared with the current step's index, which is larger
-  than any of them: they are kept as "some earlier step", with ``None`` and
-  the ``-1`` sentinel kept as they are.
+  than any of them: the ones whose presence a checker tests (an
+  acknowledgement, a rung doorbell, an open execution) are kept as "some
+  earlier step", with ``None`` and the ``-1`` sentinel as they are; the
+  evidence-only ones (the last crash, where an input was admitted or
+  promoted) are left out.
 - **Call opening order** is ranked; event counts are capped at 2 (the
   checkers ask only whether a session has 0 or 1 events).
 - Every other value is kept as it is, and an attribute this module does not
@@ -36,9 +40,11 @@ apart:
   may carry meaning (a session's pending rows are in admission order); dicts
   keyed by sessions are walked in canonical session order.
 
-What is left out: the caches and bookkeeping of the monitor (dispatch
-tables, the exercised set, the policy, the shared environment), which do
-not decide a verdict.
+What else is left out: the caches and bookkeeping of the monitor (dispatch
+tables, the exercised set, the policy, the shared environment) and the
+checkers' ``step_scoped`` attributes (dead between steps), which decide no
+later verdict. Dicts that are only looked up (lifecycles and owners by ID)
+are walked in canonical ID order.
 
 ``tests/test_canon.py`` checks the claim directly on small bounds: over every
 path without merging, any two paths with one key have the same one-step
@@ -285,7 +291,7 @@ def _session_orders(state: State) -> list[dict[str, int]]:
 
 def _model(w: _Writer, state: State, log: SessionLog) -> None:
     """One session as the model reads it: its fold, next seq and run."""
-    from .explore import pool_ids
+    from .explore import pool_used
 
     w.session = log.id
     w.value(log.pending)
@@ -293,7 +299,7 @@ def _model(w: _Writer, state: State, log: SessionLog) -> None:
     w.value(log.revert)
     w.value(log.fork_seq, SEQ)
     w.value(log.next_seq, SEQ)
-    w.value(sum(1 for ident in pool_ids(log.id) if ident in state.store.owners))
+    w.value(pool_used(state, log.id))
     w.value(state.runs.get(log.id))
     w.session = None
 

@@ -179,15 +179,21 @@ class Action:
     crash_at: str | None = None
 
 
-def pool_ids(session: str) -> tuple[str, ...]:
-    return tuple(f"{session}.i{k}" for k in range(1, POOL + 1))
+def pool_ids(session: str, pool: int = POOL) -> tuple[str, ...]:
+    return tuple(f"{session}.i{k}" for k in range(1, pool + 1))
 
 
-def _next_fresh(state: State, session: str) -> str | None:
+def pool_used(state: State, session: str) -> int:
+    """How many of the session's pool IDs were ever admitted (whatever the pool)."""
+    prefix = session + ".i"
+    return sum(1 for ident in state.store.owners if ident.startswith(prefix))
+
+
+def _next_fresh(state: State, session: str, pool: int = POOL) -> str | None:
     """The lowest pool ID the session never admitted (no ID is ever freed
     in this alphabet: there is no revert, and barrier IDs are generated)."""
     owners = state.store.owners
-    for ident in pool_ids(session):
+    for ident in pool_ids(session, pool):
         if ident not in owners:
             return ident
     return None
@@ -208,14 +214,16 @@ def _resend(session: str, ident: str, kind: str, delivery: str | None, text: str
     return Synthetic(now, session=session, input=ident, text=text, delivery=delivery)
 
 
-def session_actions(state: State, session: str, now: int, enabled: frozenset[str]) -> list[Action]:
+def session_actions(
+    state: State, session: str, now: int, enabled: frozenset[str], pool: int = POOL
+) -> list[Action]:
     """The requests of the alphabet on one session, without crash variants.
 
     ``enabled``: the alphabet's families that the target's features allow."""
     log = state.store.sessions[session]
     acts: list[Action] = []
     op: Op
-    fresh = _next_fresh(state, session)
+    fresh = _next_fresh(state, session, pool)
     if fresh is not None:
         for delivery in ("steer", "queue"):
             if "prompt_" + delivery in enabled:
@@ -255,12 +263,12 @@ def session_actions(state: State, session: str, now: int, enabled: frozenset[str
 
 
 def requests(
-    state: State, sessions: Sequence[str], now: int, enabled: frozenset[str]
+    state: State, sessions: Sequence[str], now: int, enabled: frozenset[str], pool: int = POOL
 ) -> list[Action]:
     """Every plain request of the alphabet, session by session, then the kill."""
     acts: list[Action] = []
     for session in sessions:
-        acts.extend(session_actions(state, session, now, enabled))
+        acts.extend(session_actions(state, session, now, enabled, pool))
     if "kill" in enabled:
         acts.append(Action("crash", None))
     return acts
@@ -346,10 +354,11 @@ def transitions(
     step_limit: int,
     enabled: frozenset[str],
     base: int,
+    pool: int = POOL,
 ) -> Iterator[Transition]:
     """Every transition of the alphabet from ``state``, crash variants included."""
     failpoints = "failpoints" in enabled
-    for action in requests(state, sessions, now, enabled):
+    for action in requests(state, sessions, now, enabled, pool):
         plain = take(state, action, now, step_limit, base)
         yield plain
         # A failpoint is only ever passed after the request appended an event
@@ -491,7 +500,7 @@ def _fold_form(state: State, log: SessionLog, order: dict[str, int]) -> tuple[An
         for m in log.transcript
     )
     pending = tuple(row(r) for r in log.pending)
-    used = sum(1 for ident in pool_ids(log.id) if ident in state.store.owners)
+    used = pool_used(state, log.id)
     run = state.runs.get(log.id)
     if run is not None:
         for ident in run.call.context:
@@ -590,6 +599,7 @@ class ExploreResult:
     violations: list[Any] = field(default_factory=list)
     trace: tuple[Step, ...] = ()
     hello: dict[str, Any] = field(default_factory=dict)
+    pool: int = POOL  # fresh input IDs per session
 
     @property
     def states_per_second(self) -> float:
@@ -605,10 +615,11 @@ class ExploreResult:
         )
 
 
-def exhaustive_claim(sessions: int, depth: int) -> str:
+def exhaustive_claim(sessions: int, depth: int, pool: int = POOL) -> str:
     return (
         f"exhaustive: every sequence of at most {depth} operations from this alphabet "
-        f"over {sessions} session{'s' if sessions != 1 else ''}"
+        f"over {sessions} session{'s' if sessions != 1 else ''}, "
+        f"{pool} fresh input ID{'s' if pool != 1 else ''} each"
     )
 
 
@@ -746,6 +757,7 @@ class _Level:
     merge: str
     now: int
     last: bool  # at the bound: children are counted, never expanded
+    pool: int = POOL
 
     def wanted(self, found: list[Any]) -> list[Any]:
         if self.invariant is None:
@@ -780,7 +792,7 @@ def _expand_chunk(
     out: list[_Record] = []
     for at, (source, frozen, length) in enumerate(nodes):
         for t in transitions(
-            source, level.names, level.now, level.step_limit, level.enabled, length
+            source, level.names, level.now, level.step_limit, level.enabled, length, level.pool
         ):
             child, found = _judge(frozen, t.steps)
             found = level.wanted(found)
@@ -860,6 +872,7 @@ def explore(
     invariant: str | None = None,
     merge: str = "sound",
     jobs: int = 1,
+    pool: int = POOL,
 ) -> ExploreResult:
     """Breadth-first search of every interleaving up to ``depth`` operations.
 
@@ -876,14 +889,25 @@ def explore(
     violations are not reported and the search goes on through them (to ask
     "how deep is the shortest path to *this* failure").
     ``jobs``: worker processes judging chunks of each level (the monitor
-    must pickle); the result is the same for any number.
+    must pickle); the result is the same for any number. ``pool``: fresh
+    input IDs per session (part of the world's bound).
     """
     if merge not in MERGES:
         raise ValueError(f"unknown merge {merge!r}; known: {', '.join(MERGES)}")
-    if jobs < 1:
-        raise ValueError(f"jobs must be at least 1, not {jobs}")
+    if jobs < 1 or pool < 1:
+        raise ValueError(f"jobs and pool must be at least 1, not {jobs} and {pool}")
     search = partial(
-        _search, policy, monitor, sessions, depth, step_limit, alphabet, progress, invariant, merge
+        _search,
+        policy,
+        monitor,
+        sessions,
+        depth,
+        step_limit,
+        alphabet,
+        progress,
+        invariant,
+        merge,
+        pool,
     )
     if jobs == 1:
         return search(None, 1)
@@ -919,6 +943,7 @@ def _search(
     progress: Callable[[int, int, int], None] | None,
     invariant: str | None,
     merge: str,
+    pool_size: int,
     pool: Any,
     jobs: int,
 ) -> ExploreResult:
@@ -933,6 +958,7 @@ def _search(
         step_limit,
         tuple(f for f in FAMILIES if f in enabled),
         hello=hello,
+        pool=pool_size,
     )
     root_monitor, found = _judge(monitor(policy, hello), prefix)
     if invariant is not None:
@@ -950,7 +976,7 @@ def _search(
     result.states = 1
     shared = pool is None
     for now in range(1, depth + 1):
-        level = _Level(names, step_limit, enabled, invariant, merge, now, now == depth)
+        level = _Level(names, step_limit, enabled, invariant, merge, now, now == depth, pool_size)
         fresh: list[_Node] = []
         new_at_bound = 0
         for chunk, records in _expanded(frontier, level, visited, pool, jobs):
@@ -1011,10 +1037,10 @@ def result_document(result: ExploreResult, out: str | None) -> dict[str, Any]:
         "sessions": result.sessions,
         "depth": result.depth,
         "step_limit": result.step_limit,
-        "pool": POOL,
+        "pool": result.pool,
         "alphabet": list(result.alphabet),
         "alphabet_text": describe(frozenset(result.alphabet)),
-        "claim": exhaustive_claim(result.sessions, result.depth),
+        "claim": exhaustive_claim(result.sessions, result.depth, result.pool),
         "states": result.states,
         "transitions": result.transitions,
         "depth_reached": result.depth_reached,
@@ -1059,10 +1085,11 @@ def summary_lines(result: ExploreResult, out: str | None) -> list[str]:
     """The human summary of a search."""
     lines = [
         f"explore: policy {result.policy}, {result.sessions} session(s) created up front, "
-        f"{POOL} fresh input IDs per session, step limit {result.step_limit}, now = depth",
+        f"{result.pool} fresh input ID{'s' if result.pool != 1 else ''} per session, "
+        f"step limit {result.step_limit}, now = depth",
         "alphabet:",
         *(f"  - {text}" for text in describe(frozenset(result.alphabet))),
-        exhaustive_claim(result.sessions, result.depth)
+        exhaustive_claim(result.sessions, result.depth, result.pool)
         + (
             ""
             if not result.violations

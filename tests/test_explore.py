@@ -415,6 +415,7 @@ def test_cli_violation_json_and_file(
         ["--alphabet", "bogus"],
         ["--depth", "x"],
         ["--jobs", "0"],
+        ["--pool", "0"],
     ],
 )
 def test_cli_bad_usage(
@@ -456,20 +457,48 @@ def _search_facts(result: ex.ExploreResult) -> tuple[Any, ...]:
 
 
 @pytest.mark.parametrize(
-    ("name", "sessions", "depth", "invariant"),
-    [("g4", 1, 3, None), ("g5", 2, 2, None), ("c", 1, 3, "queue-fifo"), ("g2", 2, 3, None)],
+    ("name", "sessions", "depth", "invariant", "pool"),
+    [
+        ("g4", 1, 3, None, 2),
+        ("g5", 2, 2, None, 2),
+        ("c", 1, 3, "queue-fifo", 2),
+        ("g2", 2, 3, None, 2),
+        ("g4", 2, 3, None, 1),
+    ],
 )
 def test_workers_give_the_same_search(
-    name: str, sessions: int, depth: int, invariant: str | None
+    name: str, sessions: int, depth: int, invariant: str | None, pool: int
 ) -> None:
     from inboxsim.invariants import Monitor
 
     one, two = (
-        ex.explore(PRESETS[name], Monitor, sessions, depth, invariant=invariant, jobs=jobs)
+        ex.explore(
+            PRESETS[name], Monitor, sessions, depth, invariant=invariant, jobs=jobs, pool=pool
+        )
         for jobs in (1, 2)
     )
     assert _search_facts(one) == _search_facts(two)
     assert one.states > 1
+
+
+def test_the_pool_bounds_the_fresh_inputs(capsys: pytest.CaptureFixture[str]) -> None:
+    # One fresh ID per session: no second input is ever admitted, and the
+    # world is smaller than with two; the claim states the pool.
+    assert cli.main(["explore", "--sessions", "1", "--depth", "3", "--pool", "1", "--json"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert one["pool"] == 1 and one["claim"].endswith("1 session, 1 fresh input ID each")
+    two = ex.explore(PRESETS["g4"], stub, 1, 3)
+    assert one["states"] < two.states
+    names = ex.session_names(1)
+    state, _, _ = ex._prefix(PRESETS["g4"], names, ex.DEFAULT_STEP_LIMIT)
+    labels = {a.label for a in ex.requests(state, names, 1, ex.FULL, 1)}
+    assert "prompt(s1,s1.i1,steer)" in labels
+    after = ex.take(
+        state, ex.Action("p", Prompt(1, session="s1", input="s1.i1", text="p")), 1, 2, 0
+    )
+    labels = {a.label for a in ex.requests(after.state, names, 2, ex.FULL, 1)}
+    assert not any("s1.i2" in label for label in labels)
+    assert any("s1.i2" in a.label for a in ex.requests(after.state, names, 2, ex.FULL, 2))
 
 
 def test_cli_jobs_give_the_same_document(capsys: pytest.CaptureFixture[str]) -> None:
