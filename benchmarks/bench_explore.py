@@ -3,19 +3,22 @@
 The default measured world is two sessions and six operations over a stated
 reduced alphabet: prompt steer and queue, the exact retry, every answer
 (stop, tool, error), resume and a kill between requests; no synthetic input,
-conflicting retry, compaction, interrupt or failpoint crash. The full
-alphabet grows about 17-20x per depth (2 sessions: 17, 487, 10,127, 174,621
-distinct states at depths 1-4), so depth 6 would be tens of millions of
-states: ``--alphabet full --depth 4`` is the exhaustive bound measured with
-the full alphabet over two sessions (``--sessions 1 --depth 5`` over one).
-``--model-states`` counts distinct states by the model's fold alone (no
-history, no monitor): how far a state-merging reduction could go, not a
-check (docs/explorer.md says why it is not sound for the search).
+conflicting retry, compaction, interrupt or failpoint crash.
+``--alphabet full`` takes every family: two sessions and six operations are
+measured with one fresh input ID per session (``--pool 1``), five operations
+with two, and one session to depth six (docs/explorer.md has the table).
+
+``--merge`` compares the search's sound merge key (``sim/canon.py``, the
+default) with two coarser keys that leave the monitor out (``log``: the
+event logs; ``fold``: the model's fold): those are measurements, not
+exhaustive. ``--model-states`` counts distinct folds without any check.
+``--jobs N`` spreads each level over N worker processes (the same result).
 
 The checkers are the real ones when ``inboxsim.invariants`` exports
 ``Monitor``; otherwise a no-op monitor, and the output says so.
 
-    python benchmarks/bench_explore.py [--sessions 2] [--depth 6] [--alphabet LIST] [--model-states]
+    python benchmarks/bench_explore.py [--sessions 2] [--depth 6] [--pool 2] [--alphabet LIST]
+        [--merge sound|log|fold] [--jobs N] [--model-states]
 """
 
 from __future__ import annotations

@@ -78,6 +78,7 @@ from __future__ import annotations
 import copy
 import pickle
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -823,38 +824,31 @@ def _expand_chunk(
     return out
 
 
-def _chunks(frontier: list[_Node]) -> Iterator[list[_Node]]:
-    for i in range(0, len(frontier), CHUNK):
-        yield frontier[i : i + CHUNK]
-
-
 def _payload(chunk: list[_Node]) -> list[tuple[State, _Frozen, int]]:
     return [(n.state, n.monitor, n.length) for n in chunk]  # type: ignore[misc]
 
 
 def _expanded(
-    frontier: list[_Node], level: _Level, visited: set[Any], pool: Any, jobs: int
+    frontier: list[_Node], level: _Level, visited: set[Any], executor: Any, jobs: int
 ) -> Iterator[tuple[list[_Node], list[_Record]]]:
     """Each chunk of the frontier with its judged transitions, in frontier
-    order: in process against ``visited``, or on ``pool`` (a few chunks per
-    worker in flight, results taken back in order, so the search is the
+    order: in process against ``visited``, or on ``executor`` (a few chunks
+    per worker in flight, results taken back in order, so the search is the
     same whatever the number of workers)."""
-    if pool is None:
-        for chunk in _chunks(frontier):
+    chunks = [frontier[i : i + CHUNK] for i in range(0, len(frontier), CHUNK)]
+    if executor is None:
+        for chunk in chunks:
             yield chunk, _expand_chunk(level, _payload(chunk), visited)
         return
-    chunks = _chunks(frontier)
-    flight: list[tuple[list[_Node], Any]] = []
+    flight: deque[tuple[list[_Node], Any]] = deque()
+    sent = 0
     try:
-        while True:
-            while len(flight) < 2 * jobs:
-                chunk = next(chunks, None)
-                if chunk is None:
-                    break
-                flight.append((chunk, pool.submit(_expand_chunk, level, _payload(chunk))))
-            if not flight:
-                return
-            chunk, future = flight.pop(0)
+        while sent < len(chunks) or flight:
+            while sent < len(chunks) and len(flight) < 2 * jobs:
+                chunk = chunks[sent]
+                sent += 1
+                flight.append((chunk, executor.submit(_expand_chunk, level, _payload(chunk))))
+            chunk, future = flight.popleft()
             yield chunk, future.result()
     finally:
         for _, future in flight:
@@ -924,8 +918,8 @@ def explore(
         ) from None
     preload = ["inboxsim.sim.explore", "inboxsim.sim.canon", "inboxsim.invariants"]
     try:
-        with open_executor("local", jobs, None, preload) as (pool, _):
-            return search(pool, jobs)
+        with open_executor("local", jobs, None, preload) as (executor, _):
+            return search(executor, jobs)
     except BrokenProcessPool:
         raise HarnessError(
             f"explore --jobs {jobs}: a worker process died (killed, or out of memory); "
@@ -943,8 +937,8 @@ def _search(
     progress: Callable[[int, int, int], None] | None,
     invariant: str | None,
     merge: str,
-    pool_size: int,
-    pool: Any,
+    pool: int,
+    executor: Any,
     jobs: int,
 ) -> ExploreResult:
     started = time.perf_counter()
@@ -958,7 +952,7 @@ def _search(
         step_limit,
         tuple(f for f in FAMILIES if f in enabled),
         hello=hello,
-        pool=pool_size,
+        pool=pool,
     )
     root_monitor, found = _judge(monitor(policy, hello), prefix)
     if invariant is not None:
@@ -974,12 +968,12 @@ def _search(
         visited = {model_key(state) if merge == "fold" else state_key(state)}
     frontier = [_Node(state, _Frozen(root_monitor), None, (), len(prefix))]
     result.states = 1
-    shared = pool is None
+    shared = executor is None
     for now in range(1, depth + 1):
-        level = _Level(names, step_limit, enabled, invariant, merge, now, now == depth, pool_size)
+        level = _Level(names, step_limit, enabled, invariant, merge, now, now == depth, pool)
         fresh: list[_Node] = []
         new_at_bound = 0
-        for chunk, records in _expanded(frontier, level, visited, pool, jobs):
+        for chunk, records in _expanded(frontier, level, visited, executor, jobs):
             for at, steps, found, key, child_state, kept, end in records:
                 result.transitions += 1
                 node = chunk[at]
