@@ -110,8 +110,16 @@ def open_executor(
 
 
 def lost_work(exc: BaseException, what: str) -> HarnessError | None:
-    """A clear error for a batch Dask gave up on (it killed
-    ``distributed.scheduler.allowed-failures`` workers in a row), else None."""
+    """A clear error for a batch whose worker died: a local pool's worker
+    (the pool is broken; nothing reruns it), or a batch Dask gave up on (it
+    killed ``distributed.scheduler.allowed-failures`` workers in a row);
+    else None."""
+    if isinstance(exc, cf.process.BrokenProcessPool):
+        return HarnessError(
+            f"{what}: a local worker process died (killed, or out of memory); the batches "
+            "already written are kept. Rerun, or use --executor dask, which reruns a dead "
+            "worker's batch"
+        )
     if type(exc).__name__ != "KilledWorker":
         return None
     return HarnessError(

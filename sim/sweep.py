@@ -393,6 +393,10 @@ def _run_pool(
                         raise
                     raise error from None
                 absorb(outcome)
+    except cf.process.BrokenProcessPool as exc:  # the pool refuses new batches too
+        error = lost_work(exc, "the sweep")
+        assert error is not None
+        raise error from None
     except BaseException:
         for future in running:
             future.cancel()

@@ -124,6 +124,26 @@ def test_run_ids_stay_unique_across_sweeps(tmp_path: Path) -> None:
     assert rows == (8, 8, 1)
 
 
+def test_a_local_worker_that_dies_is_a_harness_error_keeping_what_was_written(
+    tmp_path: Path,
+) -> None:
+    # Each worker dies on its ninth run (tests/dying_checkers.py): the batches
+    # of four seeds written before that stay whole, and the error says so.
+    plan = SweepPlan(
+        "g4", PRESETS["g4"], RunOptions(ops=20), 0, 40, 2, None, 4, "inboxsim.tests.dying_checkers"
+    )
+    db = tmp_path / "died.duckdb"
+    with Store(db) as store, pytest.raises(HarnessError, match="a local worker process died"):
+        sweep(plan, store)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        seeds = [row[0] for row in con.execute("SELECT seed FROM runs ORDER BY seed").fetchall()]
+    finally:
+        con.close()
+    assert len(seeds) % 4 == 0 and 4 <= len(seeds) < 40
+    assert len(set(seeds)) == len(seeds)
+
+
 def test_a_time_budget_stops_starting_new_seeds() -> None:
     plan = SweepPlan(
         "g4", PRESETS["g4"], RunOptions(ops=30), 0, 10_000, 1, 0.2, 10, checkers_module()
