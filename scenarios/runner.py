@@ -102,10 +102,10 @@ def default_monitor() -> MonitorFactory | None:
     """The invariant checkers' Monitor, or None while they are not available
     (the runner then judges expectations only and says so)."""
     try:
-        from ..invariants import Monitor  # type: ignore[attr-defined]
+        from ..invariants import Monitor
     except ImportError:
         return None
-    return Monitor  # type: ignore[no-any-return]
+    return Monitor
 
 
 def model_target(policy: Policy, step_limit: int) -> Target:
