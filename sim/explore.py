@@ -5,7 +5,8 @@ Theory of operation (after TLC's breadth-first search with a fingerprint set,
 
 - **World.** ``N`` sessions (``s1`` .. ``sN``), created up front after
   ``hello`` (the prefix, at ``now`` 0, not counted in the depth). Each session
-  has a fixed pool of ``POOL`` fresh input IDs (``s1.i1``, ``s1.i2``), so the
+  has a fixed pool of fresh input IDs (``pool``, default ``POOL``: ``s1.i1``,
+  ``s1.i2``), so the
   world is finite. The ``d``-th operation of a path is sent with ``now = d``,
   so the clock is strictly monotonic along every path.
 
