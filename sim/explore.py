@@ -782,7 +782,8 @@ def _expand_chunk(
     level: _Level, nodes: list[tuple[State, _Frozen, int]], seen: set[Any] | None = None
 ) -> list[_Record]:
     """Judge every transition of the nodes, in order; stop at the first
-    violation. ``seen``: the search's own set of visited keys (in process;
+    transition that reveals a violation (end-of-run violations of a new key
+    do not stop it). ``seen``: the search's own set of visited keys (in process;
     only new keys are returned), or None in a worker, which returns every
     key with the child of its first occurrence in the chunk, and lets the
     search tell which are new."""
