@@ -283,17 +283,18 @@ def explore(
     the_policy = load_policy(policy)
     monitor, _ = checkers.load()
 
-    def progress(level: int, states: int, transitions: int) -> None:
-        print(f"explore: depth {level}/{depth}: {states} states, {transitions} transitions", file=sys.stderr)
-
     if invariant is not None:
         from inboxsim.invariants import REGISTRY
 
         if invariant not in REGISTRY:
             raise HarnessError(f"--invariant: unknown invariant {invariant!r} (see `inboxsim invariants`)")
-    result = ex.explore(
-        the_policy, monitor, sessions, depth, step_limit, families, progress, invariant, jobs=jobs, pool=pool
-    )
+    from inboxsim.sim.console import ExploreProgress
+
+    with ExploreProgress(depth) as shown:
+        result = ex.explore(
+            the_policy, monitor, sessions, depth, step_limit, families, shown.level, invariant,
+            jobs=jobs, pool=pool, tick=shown.tick,
+        )
     written = None
     if result.violations:
         text, fmt = ex.render_counterexample(result, the_policy)

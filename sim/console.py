@@ -1,4 +1,5 @@
-"""What a sweep shows a person: progress on stderr, the summary on stdout.
+"""What a sweep (and a search) shows a person: progress on stderr, the
+summary on stdout.
 
 Progress is a rich progress bar when stderr is a terminal and plain lines
 (at most about one a second) otherwise, so CI logs stay readable. The summary
@@ -16,6 +17,25 @@ from .probes import PROBES
 from .sweep import SweepReport
 
 
+def _bar(stream: TextIO, label: str, stats: str) -> Any:
+    """A started rich progress bar on ``stream``: label, bar, done/total,
+    the stats, elapsed time; it vanishes when stopped."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(stats),
+        TimeElapsedColumn(),
+        console=Console(file=stream),
+        transient=True,
+    )
+    bar.start()
+    return bar
+
+
 class SweepProgress:
     """Call with the report after every batch; use as a context manager."""
 
@@ -29,25 +49,11 @@ class SweepProgress:
 
     def __enter__(self) -> SweepProgress:
         if self.tty:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
+            self._bar = _bar(
+                self.stream,
+                "sweep",
+                "{task.fields[violations]} failing  {task.fields[rate]} seeds/s",
             )
-
-            self._bar = Progress(
-                TextColumn("sweep"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[violations]} failing  {task.fields[rate]} seeds/s"),
-                TimeElapsedColumn(),
-                console=Console(file=self.stream),
-                transient=True,
-            )
-            self._bar.start()
             self._task = self._bar.add_task("sweep", total=self.total, violations=0, rate="-")
         return self
 
@@ -70,6 +76,67 @@ class SweepProgress:
                 file=self.stream,
                 flush=True,
             )
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+class ExploreProgress:
+    """An explorer's progress: a bar over each level's frontier on a
+    terminal; otherwise a line per finished level and, within a long level,
+    at most one line every ``every`` seconds. Use as a context manager; pass
+    :meth:`tick` and :meth:`level` to ``explore``."""
+
+    def __init__(self, depth: int, stream: TextIO | None = None, every: float = 10.0) -> None:
+        self.stream = stream or sys.stderr
+        self.depth = depth
+        self.every = every
+        self.tty = self.stream.isatty()
+        self._last = time.monotonic()
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> ExploreProgress:
+        if self.tty:
+            self._bar = _bar(
+                self.stream,
+                "explore depth {task.fields[level]}",
+                "{task.fields[states]} states  {task.fields[transitions]} transitions",
+            )
+            self._task = self._bar.add_task(
+                "explore", total=None, level="-", states=0, transitions=0
+            )
+        return self
+
+    def tick(self, level: int, done: int, total: int, states: int, transitions: int) -> None:
+        if self._bar is not None:
+            self._bar.update(
+                self._task,
+                completed=done,
+                total=total,
+                level=f"{level}/{self.depth}",
+                states=f"{states:,}",
+                transitions=f"{transitions:,}",
+            )
+            return
+        now = time.monotonic()
+        if now - self._last >= self.every and done < total:
+            self._last = now
+            print(
+                f"explore: depth {level}/{self.depth}: {done:,}/{total:,} frontier states "
+                f"expanded, {states:,} states, {transitions:,} transitions",
+                file=self.stream,
+                flush=True,
+            )
+
+    def level(self, level: int, states: int, transitions: int) -> None:
+        self._last = time.monotonic()
+        line = f"explore: depth {level}/{self.depth}: {states} states, {transitions} transitions"
+        if self._bar is not None:
+            self._bar.console.print(line, highlight=False)
+        else:
+            print(line, file=self.stream, flush=True)
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

@@ -569,6 +569,7 @@ def count_states(
 # --- the search ------------------------------------------------------------------
 
 MonitorFactory = Callable[[Policy, dict[str, Any]], Any]
+Tick = Callable[[int, int, int, int, int], None]
 MERGES = ("sound", "log", "fold")
 
 
@@ -869,6 +870,7 @@ def explore(
     merge: str = "sound",
     jobs: int = 1,
     pool: int = POOL,
+    tick: Tick | None = None,
 ) -> ExploreResult:
     """Breadth-first search of every interleaving up to ``depth`` operations.
 
@@ -886,7 +888,10 @@ def explore(
     "how deep is the shortest path to *this* failure").
     ``jobs``: worker processes judging chunks of each level (the monitor
     must pickle); the result is the same for any number. ``pool``: fresh
-    input IDs per session (part of the world's bound).
+    input IDs per session (part of the world's bound). ``tick`` is called
+    within a level, after each chunk of its frontier, with (depth, frontier
+    nodes expanded, frontier size, distinct states, transitions): a level
+    of a big search takes most of an hour.
     """
     if merge not in MERGES:
         raise ValueError(f"unknown merge {merge!r}; known: {', '.join(MERGES)}")
@@ -904,6 +909,7 @@ def explore(
         invariant,
         merge,
         pool,
+        tick,
     )
     if jobs == 1:
         return search(None, 1)
@@ -940,6 +946,7 @@ def _search(
     invariant: str | None,
     merge: str,
     pool: int,
+    tick: Tick | None,
     executor: Any,
     jobs: int,
 ) -> ExploreResult:
@@ -974,7 +981,7 @@ def _search(
     for now in range(1, depth + 1):
         level = _Level(names, step_limit, enabled, invariant, merge, now, now == depth, pool)
         fresh: list[_Node] = []
-        new_at_bound = 0
+        new_at_bound = expanded = 0
         for chunk, records in _expanded(frontier, level, visited, executor, jobs):
             for at, steps, found, key, child_state, kept, end in records:
                 result.transitions += 1
@@ -998,6 +1005,9 @@ def _search(
                     fresh.append(_Node(child_state, kept, node, steps, node.length + len(steps)))
             for node in chunk:  # its children have their own copies
                 node.state = node.monitor = None
+            expanded += len(chunk)
+            if tick is not None:
+                tick(now, expanded, len(frontier), len(visited), result.transitions)
         grown = len(fresh) + new_at_bound
         result.per_depth.append(grown)
         result.states = len(visited)

@@ -624,3 +624,51 @@ def test_coarser_merges_find_what_the_sound_merge_finds_on_small_bounds(
     assert runs[2].states <= runs[0].states
     with pytest.raises(ValueError, match="unknown merge"):
         ex.explore(policy, Monitor, 1, 1, merge="other")
+
+
+# --- progress within a level ---------------------------------------------------------
+
+
+def test_ticks_follow_each_level_to_its_end() -> None:
+    ticks: list[tuple[int, int, int, int, int]] = []
+    result = ex.explore(PRESETS["g4"], stub, 2, 3, tick=lambda *t: ticks.append(t))
+    by_level: dict[int, list[tuple[int, int, int, int, int]]] = {}
+    for t in ticks:
+        by_level.setdefault(t[0], []).append(t)
+    assert sorted(by_level) == [1, 2, 3]
+    for seen in by_level.values():
+        done = [t[1] for t in seen]
+        assert done == sorted(done) and done[-1] == seen[-1][2]  # to the whole frontier
+        assert len(seen) == -(-seen[-1][2] // ex.CHUNK)  # one tick per chunk
+    assert ticks[-1][3:] == (result.states, result.transitions)
+
+
+def test_explore_progress_prints_plain_lines_off_a_terminal() -> None:
+    import io
+
+    from inboxsim.sim.console import ExploreProgress
+
+    stream = io.StringIO()
+    with ExploreProgress(3, stream, every=0.0) as shown:
+        ex.explore(PRESETS["g4"], stub, 2, 3, progress=shown.level, tick=shown.tick)
+    lines = stream.getvalue().splitlines()
+    assert "explore: depth 3/3: " in lines[-1] and lines[-1].endswith("transitions")
+    inside = [line for line in lines if "frontier states expanded" in line]
+    assert inside and all(line.startswith("explore: depth 3/3: ") for line in inside)
+
+
+def test_explore_progress_draws_a_bar_on_a_terminal() -> None:
+    import io
+
+    from inboxsim.sim.console import ExploreProgress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    with ExploreProgress(3, stream) as shown:
+        ex.explore(PRESETS["g4"], stub, 1, 3, progress=shown.level, tick=shown.tick)
+    text = stream.getvalue()
+    assert "explore: depth 3/3: " in text  # each level's line, printed above the bar
+    assert "explore depth 3/3" in text and "states" in text and "transitions" in text
