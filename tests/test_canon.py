@@ -128,6 +128,19 @@ def test_the_key_separates_what_the_monitor_tells_apart() -> None:
     assert merge_key(*crashed) != merge_key(*interrupted)
 
 
+def test_the_key_closes_the_gap_the_event_log_key_had() -> None:
+    """A prompt crashed mid-promotion, then retried exactly: the retry
+    appends nothing, so the event-log key (the old search's) is the same
+    with or without it, yet only after it does the client hold a receipt
+    that later retries are judged against. The merge key tells them apart."""
+    crashed = _follow(1, ["prompt(s1,s1.i1,queue)@mid_promotion"])
+    retried = _follow(1, ["prompt(s1,s1.i1,queue)@mid_promotion", "retry(s1,s1.i1)"])
+    assert ex.state_key(crashed[0]) == ex.state_key(retried[0])
+    assert crashed[1].tracker.lives["s1.i1"].receipt is None
+    assert retried[1].tracker.lives["s1.i1"].receipt is not None
+    assert merge_key(*crashed) != merge_key(*retried)
+
+
 def test_interleavings_of_two_sessions_share_a_key() -> None:
     """Two sessions' answers in either order: one key (times are ranked per
     session; the calls' opening order, which the model reads, is the same)."""
