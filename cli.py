@@ -649,8 +649,6 @@ def _check_out(path: str) -> Any:
 def _write_document(path: str, document: Mapping[str, Any]) -> None:
     """Write a JSON document whole (a temporary file renamed over the target:
     a failed write never leaves half a document, nor clobbers the old one)."""
-    from pathlib import Path
-
     target = _check_out(path)
     tmp = target.with_name(target.name + ".tmp")
     try:
