@@ -34,9 +34,9 @@ STEP_LIMIT = ex.DEFAULT_STEP_LIMIT
 MEMBERS = 4
 
 
-def _paths(policy_name: str, sessions: int, depth: int) -> list[tuple[Any, bytes, int]]:
-    """Every path of at most ``depth`` operations (no merging): its state,
-    its pickled monitor and its trace length."""
+def every_path(policy_name: str, sessions: int, depth: int) -> list[tuple[Any, bytes, int]]:
+    """Every path of at most ``depth`` operations (no merging; an error reply
+    is no new path): its state, its pickled monitor and its trace length."""
     policy = PRESETS[policy_name]
     names = ex.session_names(sessions)
     state, prefix, hello = ex._prefix(policy, names, STEP_LIMIT)
@@ -83,7 +83,7 @@ def test_paths_with_one_key_have_the_same_futures(
     policy_name: str, sessions: int, depth: int
 ) -> None:
     groups: dict[Any, list[tuple[Any, bytes, int]]] = defaultdict(list)
-    for state, blob, length in _paths(policy_name, sessions, depth):
+    for state, blob, length in every_path(policy_name, sessions, depth):
         groups[merge_key(state, pickle.loads(blob))].append((state, blob, length))
     merged = [g for g in groups.values() if len(g) > 1]
     assert merged, "no two paths share a key: the bound tests nothing"
