@@ -763,9 +763,14 @@ class _Level:
     pool: int = POOL
 
     def wanted(self, found: list[Any]) -> list[Any]:
-        if self.invariant is None:
-            return found
-        return [v for v in found if v.invariant == self.invariant]
+        return _wanted(found, self.invariant)
+
+
+def _wanted(found: list[Any], invariant: str | None) -> list[Any]:
+    """The violations the search stops at: all, or those of ``invariant``."""
+    if invariant is None:
+        return found
+    return [v for v in found if v.invariant == invariant]
 
 
 # One judged transition: (position of its node in the chunk, its steps, the
@@ -964,8 +969,7 @@ def _search(
         pool=pool,
     )
     root_monitor, found = _judge(monitor(policy, hello), prefix)
-    if invariant is not None:
-        found = [v for v in found if v.invariant == invariant]
+    found = _wanted(found, invariant)
     if found:
         result.violations, result.trace = found, tuple(prefix)
         return _done(result, started)
