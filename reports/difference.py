@@ -31,7 +31,8 @@ from ..sim.trace import Step, observed_wire, reply_wire, step_wire
 DIFFERENCE_PARTS = 3
 """Differing values a difference lists (the rest are counted)."""
 ABSENT = object()
-"""A list item or key only the other side has."""
+"""A list item or key only the other side has (of an observation, which
+records only what changed: a part the step left unchanged)."""
 
 
 IDENTITY = ("input", "id", "call")
@@ -100,7 +101,7 @@ def answer_parts(a: Step, b: Step, log: bool) -> list[tuple[str, str, str]]:
 
 
 def _shown_leaves(a: Any, b: Any, path: str) -> list[tuple[str, str, str]]:
-    return [(p, _shown(x), _shown(y)) for p, x, y in _leaves(a, b, path)]
+    return [(p, _shown(x, p), _shown(y, p)) for p, x, y in _leaves(a, b, path)]
 
 
 def _without(value: Any, fields: tuple[str, ...]) -> Any:
@@ -112,9 +113,9 @@ def _without(value: Any, fields: tuple[str, ...]) -> Any:
     return value
 
 
-def _shown(value: Any) -> str:
-    if value is ABSENT:
-        return "absent"
+def _shown(value: Any, path: str) -> str:
+    if value is ABSENT:  # an observation records what changed: a part it lacks did not
+        return "unchanged" if path.startswith("observed") and "[" not in path else "absent"
     text = json.dumps(value, sort_keys=True, separators=(",", ":"))
     return text if len(text) <= 80 else text[:77] + "..."
 

@@ -57,7 +57,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 Figures = Mapping[str, Any]
@@ -102,14 +102,28 @@ class Sentence:
         return sorted({f.key for _, f in self.refs} | set(self.grounds))
 
     def document(self, figures: Figures) -> dict[str, Any]:
+        """The sentence as the report's JSON keeps it: its text, and all it
+        was built from (:meth:`load` reads it back)."""
         return {
             "text": render(self, figures),
             "basis": self.basis,
             "template": self.template,
-            "refs": {slot: f.key for slot, f in self.refs},
+            "refs": {
+                slot: {k: v for k, v in asdict(f).items() if v is not None} for slot, f in self.refs
+            },
             "names": dict(self.names),
             "grounds": list(self.grounds),
         }
+
+    @classmethod
+    def load(cls, doc: Mapping[str, Any]) -> Sentence:
+        return cls(
+            doc["template"],
+            doc["basis"],
+            tuple((slot, Fig(**f)) for slot, f in sorted(doc["refs"].items())),
+            tuple(sorted(doc["names"].items())),
+            tuple(doc["grounds"]),
+        )
 
 
 def say(
@@ -140,9 +154,12 @@ def _compact(value: Any) -> str:
 
 
 def _request(wire: Mapping[str, Any]) -> str:
+    """``op session=... field=...``, the other fields sorted (the value may
+    have been read back from sorted JSON)."""
+    rest = sorted(k for k in wire if k not in ("op", "now", "session"))
     return " ".join(
         [str(wire.get("op", "kill"))]
-        + [f"{k}={_compact(v)}" for k, v in wire.items() if k not in ("op", "now")]
+        + [f"{k}={_compact(wire[k])}" for k in ("session", *rest) if k in wire]
     )
 
 
@@ -301,29 +318,31 @@ def broken(figures: Figures, p: str, inv: str) -> list[Sentence]:
 def counterexample(figures: Figures, p: str, inv: str) -> list[Sentence]:
     """The shrunk counterexample, the explorer's depth, and the observable difference."""
     sh, depth = key("shrunk", p, inv), key("depth", p, inv)
-    found = (
-        ("the explorer found it at depth {d}", {"d": Fig(depth)})
-        if figures.get(depth) is not None
-        else ("the explorer did not reach it within depth {b}", {"b": Fig("options/depth")})
-    )
+    if figures.get(depth) is not None:
+        found, bound = "the explorer found it at depth {d}", {"d": Fig(depth)}
+    else:
+        found, bound = "the explorer did not reach it within depth {d}", {"d": Fig("options/depth")}
     if sh not in figures:
         return [
             say(
-                found[0][0].upper() + found[0][1:] + "; the shrinker kept no counterexample.",
+                "Its first failing seed, {s}, did not fail judging {i} alone, so no shrunk "
+                "counterexample; " + found + ".",
                 grounds=[depth],
-                **found[1],
+                s=Fig(key("first", p, inv)),
+                i=inv,
+                **bound,
             )
         ]
     faults = " + {f}" if figures[sh]["faults"] else ""
     out = [
         say(
-            "Shortest counterexample, seed {s} shrunk: {o}" + faults + "; " + found[0] + ": {m}.",
+            "Shortest counterexample, seed {s} shrunk: {o}" + faults + "; " + found + ": {m}.",
             grounds=[depth],
             s=Fig(sh, part="seed"),
             o=Fig(sh, part="operations", noun="operation"),
             m=Fig(sh, part="message"),
             **({"f": Fig(sh, part="faults", noun="fault")} if faults else {}),
-            **found[1],
+            **bound,
         )
     ]
     diff = key("difference", p, inv)
