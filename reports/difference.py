@@ -97,7 +97,7 @@ def answer_parts(a: Step, b: Step, log: bool) -> list[tuple[str, str, str]]:
     seen = [_without(observed_wire(s.observed), drop) for s in (a, b)]
     if not log:
         seen = [{k: v for k, v in w.items() if k != "events"} for w in seen]
-    return out + _shown_leaves(*seen, "observed")
+    return out + _shown_leaves(seen[0], seen[1], "observed")
 
 
 def _shown_leaves(a: Any, b: Any, path: str) -> list[tuple[str, str, str]]:

@@ -244,7 +244,11 @@ def identical(figures: Figures, p: str) -> Sentence:
     if key("identical", p) not in figures:
         return say("{p} was not compared with g4 (g4 was not run).", NOT_RUN, p=p)
     same, n = figures[key("identical", p)], figures[key("compared", p)]
-    slots = {"p": p, "k": Fig(key("identical", p)), "n": Fig(key("compared", p), noun="seed")}
+    slots: dict[str, Any] = {
+        "p": p,
+        "k": Fig(key("identical", p)),
+        "n": Fig(key("compared", p), noun="seed"),
+    }
     if same == n:
         return say(
             "{p} and g4 gave identical traces on {k} of {n}: indistinguishable by observation "
@@ -261,7 +265,8 @@ def identical(figures: Figures, p: str) -> Sentence:
 
 def _unmet(figures: Figures, p: str, inv: str) -> tuple[str, dict[str, Any]]:
     """'field = value' for each field of ``inv``'s holds_under that ``p`` sets otherwise."""
-    parts, slots = [], {}
+    parts: list[str] = []
+    slots: dict[str, Any] = {}
     for i, f in enumerate(sorted(figures[key("holds_under", inv)])):
         if figures[key("field", p, f)] not in figures[key("holds_under", inv)][f]:
             parts.append(f"{{uf{i}}} = {{uv{i}}}")
@@ -271,7 +276,7 @@ def _unmet(figures: Figures, p: str, inv: str) -> tuple[str, dict[str, Any]]:
 
 def broken(figures: Figures, p: str, inv: str) -> list[Sentence]:
     """What breaking ``inv`` under ``p`` shows: a defect, or (circular) a difference."""
-    seen = {
+    seen: dict[str, Any] = {
         "p": p,
         "i": inv,
         "k": Fig(key("violated", p, inv)),
@@ -318,10 +323,11 @@ def broken(figures: Figures, p: str, inv: str) -> list[Sentence]:
 def counterexample(figures: Figures, p: str, inv: str) -> list[Sentence]:
     """The shrunk counterexample, the explorer's depth, and the observable difference."""
     sh, depth = key("shrunk", p, inv), key("depth", p, inv)
+    slots: dict[str, Any]
     if figures.get(depth) is not None:
-        found, bound = "the explorer found it at depth {d}", {"d": Fig(depth)}
+        found, slots = "the explorer found it at depth {d}", {"d": Fig(depth)}
     else:
-        found, bound = "the explorer did not reach it within depth {d}", {"d": Fig("options/depth")}
+        found, slots = "the explorer did not reach it within depth {d}", {"d": Fig("options/depth")}
     if sh not in figures:
         return [
             say(
@@ -330,10 +336,12 @@ def counterexample(figures: Figures, p: str, inv: str) -> list[Sentence]:
                 grounds=[depth],
                 s=Fig(key("first", p, inv)),
                 i=inv,
-                **bound,
+                **slots,
             )
         ]
     faults = " + {f}" if figures[sh]["faults"] else ""
+    if faults:
+        slots["f"] = Fig(sh, part="faults", noun="fault")
     out = [
         say(
             "Shortest counterexample, seed {s} shrunk: {o}" + faults + "; " + found + ": {m}.",
@@ -341,8 +349,7 @@ def counterexample(figures: Figures, p: str, inv: str) -> list[Sentence]:
             s=Fig(sh, part="seed"),
             o=Fig(sh, part="operations", noun="operation"),
             m=Fig(sh, part="message"),
-            **({"f": Fig(sh, part="faults", noun="fault")} if faults else {}),
-            **bound,
+            **slots,
         )
     ]
     diff = key("difference", p, inv)
@@ -409,7 +416,7 @@ def judged(figures: Figures, p: str, invariants: Sequence[str] | None) -> list[S
     out += kept(figures, p, [inv for inv in invariants if inv not in broke])
     others = [inv for inv in broke if inv not in invariants]
     if others:
-        slots = {f"o{j}": inv for j, inv in enumerate(others)}
+        slots: dict[str, Any] = {f"o{j}": inv for j, inv in enumerate(others)}
         out.append(
             say(
                 "{p} also breaks "
@@ -455,7 +462,7 @@ def verdict(q: Question, figures: Figures) -> list[Sentence]:
     if q.extra is not None:
         out += q.extra(figures)
     if missing:
-        slots = {f"m{j}": p for j, p in enumerate(missing)}
+        slots: dict[str, Any] = {f"m{j}": p for j, p in enumerate(missing)}
         out.append(
             say(
                 "Not run here: " + ", ".join(f"{{m{j}}}" for j in range(len(missing))) + ".",
@@ -476,7 +483,7 @@ def _circular_only(figures: Figures, p: str) -> bool:
 def _delivery(figures: Figures) -> list[Sentence]:
     if not (ran(figures, "b") and ran(figures, BASE)):
         return []
-    m = {
+    m: dict[str, Any] = {
         f"{p}{n}": Fig(key("metric", p, metric))
         for p in ("b", BASE)
         for n, metric in (("r", "synthetic_queue_requested"), ("q", "synthetic_admitted_queue"))
