@@ -1,6 +1,6 @@
 """The design-exploration report (``inboxsim designs``, issue 10).
 
-For every policy (the presets of ``harness-contract.md`` and any custom TOML
+For every policy (the presets of ``docs/cli.md`` and any custom TOML
 policy file) the same seeded sweep and the same bounded exploration are run:
 
 - **sweep**: seeds ``0 .. N-1`` through :func:`inboxsim.sim.run.run_seed`, every
@@ -756,7 +756,7 @@ QUESTIONS: tuple[Question, ...] = (
     Question(
         "storage",
         "Storage: rows kept with promoted_seq (g3) vs removed (g4)",
-        "harness-contract.md, policy presets",
+        "docs/cli.md, policies",
         ("g4", "g3"),
         _v_storage,
     ),
