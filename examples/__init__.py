@@ -25,22 +25,23 @@ from ..errors import HarnessError
 @dataclass(frozen=True)
 class Example:
     lang: str
+    title: str
     source: str  # the file in this package
     name: str  # what it is called in the user's folder
     runner: str  # the interpreter a user types
 
 
 EXAMPLES = {
-    "python": Example("python", "python_inbox.py", "adapter.py", "python3"),
-    "node": Example("node", "node_inbox.js", "adapter.js", "node"),
+    "python": Example("python", "Python", "python_inbox.py", "adapter.py", "python3"),
+    "node": Example("node", "Node", "node_inbox.js", "adapter.js", "node"),
 }
 BUG_ENV = "INBOXSIM_EXAMPLE_BUG"
 
 README = """\
-# {lang} inbox adapter
+# A {title} inbox adapter
 
 Written by `inboxsim init-adapter --lang {lang}` (inboxsim {version}): a copy of
-inboxsim's {lang} example, a deliberately simple durable inbox (one JSON file
+inboxsim's {title} example, a deliberately simple durable inbox (one JSON file
 under `$INBOXSIM_DATA_DIR`, rewritten before each response) behind the
 adapter protocol. As written it passes conformance with the features
 synthetic, compaction, resume and interrupt; in this folder:
@@ -50,8 +51,8 @@ synthetic, compaction, resume and interrupt; in this folder:
 Then replace its inbox with yours, one operation at a time, rerunning that
 command. `protocol.md` beside this file is the protocol guide (inboxsim's
 `docs/protocol.md`): start with its "first hour", and see "Growing the
-example" to add fork, revert and failpoints. `{bug}=1` switches on a
-planted bug, to see what a failure looks like.
+example" to add fork, revert and failpoints. `{bug}=1` switches on
+a planted bug, to see what a failure looks like.
 """
 
 
@@ -87,11 +88,15 @@ def write_skeleton(lang: str, folder: str | Path, version: str) -> tuple[list[Pa
     }
     adapter = target / chosen.name
     files[target / "README.md"] = README.format(
-        lang=lang, version=version, command=f"{chosen.runner} {chosen.name}", bug=BUG_ENV
+        lang=lang,
+        title=chosen.title,
+        version=version,
+        command=f"{chosen.runner} {chosen.name}",
+        bug=BUG_ENV,
     )
     there = [str(p) for p in files if p.exists() or p.is_symlink()]
     if there:
-        raise HarnessError(f"init-adapter: {', '.join(there)} already exists; nothing written")
+        raise HarnessError(f"init-adapter: already there: {', '.join(there)}; nothing written")
     if target.exists() and not target.is_dir():
         raise HarnessError(f"init-adapter: {target} is not a folder")
     try:

@@ -5,9 +5,9 @@
 //
 //     inboxsim conformance --adapter "node node_inbox.js"
 //
-// The adapter protocol (version 1) is docs/protocol.md in the inboxsim repository.
-// One JSON request per line on stdin, one JSON response per line on stdout,
-// logging on stderr.
+// The adapter protocol (version 1) is docs/protocol.md in the inboxsim repository
+// (protocol.md beside this file if `inboxsim init-adapter` wrote it). One JSON
+// request per line on stdin, one JSON response per line on stdout, logging on stderr.
 //
 // How this inbox works, in four rules:
 //

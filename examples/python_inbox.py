@@ -6,8 +6,9 @@ Standard library only; it does not import inboxsim. Run it the way the harness d
     inboxsim conformance --adapter "python3 python_inbox.py"
 
 The adapter protocol (version 1) is ``docs/protocol.md`` in the inboxsim
-repository. One JSON request per line on stdin, one JSON response per line on
-stdout, logging on stderr.
+repository (``protocol.md`` beside this file if ``inboxsim init-adapter`` wrote
+it). One JSON request per line on stdin, one JSON response per line on stdout,
+logging on stderr.
 
 How this inbox works, in four rules:
 

@@ -123,7 +123,7 @@ def test_init_adapter_refuses_to_overwrite_and_bad_usage(
     (folder / "README.md").write_text("mine\n")
     assert main(["init-adapter", "--lang", "python", str(folder)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "README.md already exists; nothing written" in err
+    assert err.count("\n") == 1 and f"already there: {folder / 'README.md'}; nothing written" in err
     assert sorted(p.name for p in folder.iterdir()) == ["README.md"]
     assert (folder / "README.md").read_text() == "mine\n"
     assert main(["init-adapter", "--lang", "rust", str(tmp_path / "x")]) == 2
