@@ -1,4 +1,4 @@
-"""The ``inboxsim`` command (harness-contract.md, "Command line").
+"""The ``inboxsim`` command (``docs/cli.md``).
 
 Every command prints progress on stderr and its human summary on stdout, or,
 with ``--json``, one JSON document on stdout instead. Exit codes are
@@ -901,6 +901,33 @@ def designs(
     for q in doc["questions"]:
         typer.echo(f"{q['title']}\n  {q['verdict']}")
     typer.echo(f"written: {', '.join(str(p) for p in paths)} ({doc['seconds']} s)")
+
+
+# --- init-adapter (issue 20: the example adapters) --------------------------------
+
+
+@app.command("init-adapter")
+def init_adapter(
+    folder: Annotated[str, typer.Argument(help="Where to write (created if missing).")],
+    lang: Annotated[
+        str, typer.Option("--lang", help="`python` (standard library) or `node` (Node's).")
+    ],
+    as_json: JsonFlag = False,
+) -> None:
+    """Start an adapter from an example: a simple durable inbox that passes conformance.
+
+    Writes the example adapter, a README and the protocol guide into FOLDER.
+    Exits 2, writing nothing, when one of those files is already there.
+    """
+    from inboxsim.examples import write_skeleton
+
+    written, command = write_skeleton(lang, folder, __version__)
+    if as_json:
+        _emit_json({"lang": lang, "files": [str(p) for p in written], "command": command})
+        return
+    for path in written:
+        typer.echo(f"wrote {path}")
+    typer.echo(f"check it: inboxsim conformance --adapter {command!r}")
 
 
 # --- entry point ------------------------------------------------------------

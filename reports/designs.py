@@ -1,6 +1,6 @@
 """The design-exploration report (``inboxsim designs``, issue 10).
 
-For every policy (the presets of ``harness-contract.md`` and any custom TOML
+For every policy (the presets of ``docs/cli.md`` and any custom TOML
 policy file) the same seeded sweep and the same bounded exploration are run:
 
 - **sweep**: seeds ``0 .. N-1`` through :func:`inboxsim.sim.run.run_seed`, every

@@ -667,7 +667,7 @@ QUESTIONS: tuple[Question, ...] = (
     Question(
         "storage",
         "Storage: rows kept with promoted_seq (g3) vs removed (g4)",
-        "harness-contract.md, policy presets",
+        "docs/cli.md, policies",
         ("g4", "g3"),
         None,
         (

@@ -1,5 +1,5 @@
 """``AdapterTarget``: an implementation under test, as a child process that
-speaks ``adapter-protocol.md``, behind the same :class:`~.target.Target`
+speaks ``docs/protocol.md``, behind the same :class:`~.target.Target`
 interface as the in-process model.
 
 Theory of operation.
@@ -339,7 +339,7 @@ class AdapterTarget:
                 return fail(
                     f"adapter speaks protocol {result.get('protocol')!r}; "
                     "this harness speaks protocol "
-                    f"{PROTOCOL_VERSION} only (adapter-protocol.md): refused",
+                    f"{PROTOCOL_VERSION} only (docs/protocol.md): refused",
                     raw,
                 )
             try:

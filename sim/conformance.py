@@ -1,5 +1,5 @@
 """Conformance: an adapter in lockstep with the reference model
-(``harness-contract.md``, "Lockstep conformance: what is compared").
+(``docs/cli.md``, "Lockstep: what conformance compares").
 
 :func:`conformance` runs, against one adapter command:
 

@@ -1,7 +1,7 @@
 """``inboxsim validate``: judge a durable event log written outside the harness.
 
-The input is a JSON-lines file of protocol events (``adapter-protocol.md``,
-"An event is ..."), one session's durable log as an implementation wrote it,
+The input is a JSON-lines file of protocol events (``docs/protocol.md``,
+"Receipts, messages and events"), one session's durable log as an implementation wrote it,
 or several sessions' logs interleaved: each line is
 ``{"seq", "type", "time", "input"?, "data", "session"?}`` (``session``
 defaults to ``"session"``). Blank lines and lines starting with ``#`` are

@@ -241,6 +241,30 @@ def test_plugin_from_an_installed_copy_shows_the_minimal_repro(
     assert "[[step]]" in done.stdout and written.exists()
 
 
+def test_init_adapter_from_an_installed_copy(
+    installed: tuple[Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """The examples and the protocol guide are package data of the wheel (what
+    ``init-adapter`` copies; called without the CLI, whose typer this venv lacks)."""
+    python, package, env = installed
+    for lang, name in (("python", "adapter.py"), ("node", "adapter.js")):
+        write = f"import inboxsim.examples as e; e.write_skeleton({lang!r}, {lang!r}, '0')"
+        done = subprocess.run(
+            [str(python), "-c", write],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        source = package / "examples" / ("python_inbox.py" if lang == "python" else "node_inbox.js")
+        assert (tmp_path / lang / name).read_text() == source.read_text()
+        assert (tmp_path / lang / "protocol.md").read_text() == (
+            package / "docs" / "protocol.md"
+        ).read_text()
+
+
 def test_plugin_skips_without_adapter(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     done = subprocess.run(
