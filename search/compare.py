@@ -107,6 +107,8 @@ class Match:
             return self
         bound = self.fixed.get(model) or self.ids.get(model)
         if bound is not None:
+            if bound != target and bound == model:
+                raise Mismatch(f"{what}: model {model}, target {target}")
             if bound != target:
                 raise Mismatch(f"{what}: model {model} is {bound} on the target, not {target}")
             return self
@@ -258,9 +260,18 @@ def events(session: str, a: Sequence[Event], b: Sequence[Event], m: Match, what:
     if [e.type for e in a] != [e.type for e in b]:
         raise Mismatch(f"{what}: model {_events(a)}, target {_events(b)}")
     for x, y in zip(a, b, strict=True):
-        m = m.id(x.input, y.input, f"{what}: {x.type}")
-        m = m.seq(session, x.seq, y.seq, f"{what}: {x.type}")
+        m = event(session, x, y, m, what)
     return m
+
+
+def event(session: str, a: Event, b: Event | None, m: Match, what: str) -> Match:
+    """One folded event against the target's at the same place (``None``:
+    the target's log has no more)."""
+    if b is None or a.type != b.type:
+        theirs = "nothing more" if b is None else _events([b])
+        raise Mismatch(f"{what}: model {_events([a])}, target {theirs} at that place")
+    m = m.id(a.input, b.input, f"{what}: {a.type}")
+    return m.seq(session, a.seq, b.seq, f"{what}: {a.type}")
 
 
 # --- words ----------------------------------------------------------------------------

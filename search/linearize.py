@@ -22,25 +22,30 @@ The search is Wing and Gong's: a depth-first walk that extends a partial
 order by one move at a time, trying at each node every runner transition the
 model enables and every request whose real-time predecessors are placed; a
 request's reply is compared as soon as it is placed, so a wrong order dies
-early, and the IDs the implementation generated (an omitted input's ID, call
-IDs, copies) are matched as part of the walk (``compare.Match``), never by
-order of appearance. Lowe's memoisation makes it fast: a node is determined
-by (model state, set of placed requests, match), because the model's future
-replies and transitions depend only on its state, what remains to place and
-the real-time constraints on it only on the placed set, and future
-comparisons only on the match. So a node whose every continuation failed is
-remembered, and reaching it again by another order is cut at once. The
-state's fingerprint is the events appended since the group began (the
-durable state is a fold of its events), the runs, the runner's work, the ID
-counter and the step limit.
+early; when the target's log was read, each folded event the model appends
+must be the target's next one in that session, so a wrong order dies at its
+first wrong event rather than at the end. The IDs the implementation
+generated (an omitted input's ID, call IDs, copies) are matched as part of
+the walk (``compare.Match``), never by order of appearance. Lowe's
+memoisation makes it fast: a node is determined by (model state, set of
+placed requests, match), because the model's future replies and transitions
+depend only on its state, what remains to place and the real-time
+constraints on it only on the placed set, and future comparisons only on the
+match. So a node whose every continuation failed is remembered, and reaching
+it again by another order is cut at once. The state's fingerprint is the
+events appended since the group began (the durable state is a fold of its
+events), the runs, the runner's work, the ID counter and the step limit.
 
-Two reductions, both sound:
+Three reductions, all sound:
 
 - Without a kill, once every request is placed, the remaining runner
   transitions of different sessions commute (they touch disjoint sessions;
   the counter they share only names calls, which are matched, and the order
   of calls across sessions is seen only by ``calls``, a request), so one
   order of them is tried, not every interleaving.
+- A request with an unknown outcome whose transition changes nothing (a
+  read, an error) is never placed: it precedes nothing in real time, so
+  leaving it out explores exactly the same continuations.
 - A group is split into parts that share no session and no ID, each searched
   alone from the state before the group. This is locality (Herlihy and Wing,
   1990: a history is linearizable iff every object's subhistory is): the
@@ -73,6 +78,7 @@ from ..model import (
     Calls,
     CrashOp,
     Err,
+    Event,
     Fork,
     Hello,
     Ok,
@@ -324,6 +330,11 @@ class _Search:
             i for i in requests if not isinstance(group.requests[i].returned, Unknown)
         )
         self.everything = frozenset(requests)
+        self.logs = {
+            sid: [e for e in shown.events if e.type in compare.FOLDED]
+            for sid in sessions
+            if (shown := group.after[sid]).events is not None
+        }
 
     def run(self, start: Match) -> tuple[Move, ...] | None:
         return self._walk(self.group.before, frozenset(), start, ())
@@ -347,8 +358,14 @@ class _Search:
         if done == self.everything and not self.group.killed:
             steps = steps[:1]  # the rest commutes (module docstring)
         for step in steps:
-            after = advance(state, step, self.now).state
-            found = self._walk(after, done, m, order + (Move(step=step),))
+            stepped = order + (Move(step=step),)
+            after, appended = advance(state, step, self.now)
+            try:
+                m2 = self._logged(after, appended, m)
+            except Mismatch as mismatch:
+                self._dead(stepped, done, str(mismatch))
+                continue
+            found = self._walk(after, done, m2, stepped)
             if found is not None:
                 return found
         for i in self.requests:
@@ -357,6 +374,8 @@ class _Search:
             placed = order + (Move(request=i),)
             out = request(state, self.group.requests[i].op)
             assert isinstance(out.reply, (Ok, Err))
+            if i not in self.known and not out.events and out.state == state:
+                continue  # it changes nothing and precedes nothing: leaving it out is the same
             try:
                 m2 = compare.reply(
                     self.group.requests[i].op,
@@ -365,6 +384,7 @@ class _Search:
                     m,
                     f"r{i}'s reply",
                 )
+                m2 = self._logged(out.state, out.events, m2)
             except Mismatch as mismatch:
                 self._dead(placed, done | {i}, str(mismatch))
                 continue
@@ -374,6 +394,21 @@ class _Search:
         if key is not None:
             self.seen.add(key)
         return None
+
+    def _logged(self, state: State, appended: tuple[Event, ...], m: Match) -> Match:
+        """Folded events as they are appended must follow the target's log in
+        order (when it was read): a wrong order dies at its first wrong event,
+        not at the end."""
+        for e in appended:
+            theirs = self.logs.get(e.session)
+            if theirs is None or e.type not in compare.FOLDED:
+                continue
+            log = state.store.sessions[e.session]
+            new = log.events[self.base.get(e.session, 0) :]
+            place = sum(1 for x in new if x.type in compare.FOLDED and x.seq < e.seq)
+            b = theirs[place] if place < len(theirs) else None
+            m = compare.event(e.session, e, b, m, f"log of {e.session}")
+        return m
 
     def _ends(self, state: State, m: Match, order: tuple[Move, ...], done: frozenset[int]) -> bool:
         try:
