@@ -225,13 +225,17 @@ def test_a_racing_retry_that_admits_twice_is_illegal() -> None:
     assert "receipt admitted_seq: model seq 0 is target seq 0 elsewhere, not 1" in why
 
 
-def test_a_reply_that_no_order_produces_is_illegal() -> None:
-    g = group(
+def racing_conflict() -> Group:
+    """Two concurrent exact retries, one answered as a conflict."""
+    return group(
         (prompt("x", resume=False), 0, 2, receipt("x", 0)),
         (prompt("x", resume=False), 1, 3, Err("prompt_conflict", "taken")),
         after=Shown((row("x", 0),), ()),
     )
-    why = illegal(g)
+
+
+def test_a_reply_that_no_order_produces_is_illegal() -> None:
+    why = illegal(racing_conflict())
     assert "r1's reply: model receipt x (user, steer), target prompt_conflict" in why
 
 
@@ -290,40 +294,25 @@ def test_an_id_the_target_never_returned_does_not_match() -> None:
     assert "pending of s1: model in-2 is T2 on the target, not T3" in illegal(g)
 
 
-def test_a_log_that_reorders_admission_and_promotion_is_illegal() -> None:
-    """The log says b was admitted before a's boundary read; b stayed pending."""
-    g = group(
-        (prompt("a"), 0, 3, receipt("a", 0)),
-        (prompt("b", resume=False), 1, 2, receipt("b", 1)),
-        after=Shown(
-            (row("b", 1),),
-            (msg("a", 2),),
-            step_call("a"),
-            (ev(0, "admitted", "a"), ev(1, "admitted", "b"), ev(2, "promoted", "a")),
-        ),
-    )
-    legal(g)  # b admitted after the read: the log cannot tell, so it is legal ...
-    bad = group(
-        (prompt("a"), 0, 3, receipt("a", 0)),
-        (prompt("b", resume=False), 1, 2, receipt("b", 1)),
-        after=Shown(
-            (row("b", 1),),
-            (msg("a", 2),),
-            step_call("a"),
-            (ev(0, "admitted", "a"), ev(2, "promoted", "a"), ev(1, "admitted", "b")),
-        ),
-    )
-    why = illegal(bad)  # ... but not out of seq order, and the log prunes at its first wrong event
+def test_a_log_must_list_admissions_and_promotions_in_seq_order() -> None:
+    """b was admitted after a's boundary read and stayed pending."""
+
+    def shown_as(*log: Event) -> Group:
+        return group(
+            (prompt("a"), 0, 3, receipt("a", 0)),
+            (prompt("b", resume=False), 1, 2, receipt("b", 1)),
+            after=Shown((row("b", 1),), (msg("a", 2),), step_call("a"), log),
+        )
+
+    a, b, promoted = ev(0, "admitted", "a"), ev(1, "admitted", "b"), ev(2, "promoted", "a")
+    legal(shown_as(a, b, promoted))  # read before b was admitted, a promoted after
+    why = illegal(shown_as(a, promoted, b))  # out of seq order: the log prunes at once
     assert "log of s1: model [admitted:b], target [promoted:a] at that place" in why
     assert "r1's reply: receipt admitted_seq: seq order differs in s1" in why
 
 
 def test_the_failure_report_lists_orders_and_reasons() -> None:
-    g = group(
-        (prompt("x", resume=False), 0, 2, receipt("x", 0)),
-        (prompt("x", resume=False), 1, 3, Err("prompt_conflict", "taken")),
-        after=Shown((row("x", 0),), ()),
-    )
+    g = racing_conflict()
     verdict = linearize(g)
     assert isinstance(verdict, Illegal)
     assert verdict.part == (0, 1) and verdict.tried == len(verdict.dead_ends) >= 2
