@@ -1,5 +1,5 @@
 """Comparing the model with the target under a growing match of IDs, seqs
-and times (``harness-contract.md``, "Lockstep conformance: what is compared").
+and times (``docs/cli.md``, "Lockstep: what conformance compares").
 
 The lockstep maps the IDs an implementation generates by order of
 appearance; in a concurrent group there is no such order (two prompts
@@ -30,7 +30,7 @@ from .history import Msg, Returned, Row, Unknown, call_from_wire, msg_from_wire,
 
 # The events the projector folds into pending rows and the transcript: the
 # log's inbox history. Runner events are left out: implementations differ in
-# which they write (adapter-protocol.md, "Determinism").
+# which they write (docs/protocol.md, "Receipts, messages and events").
 FOLDED = frozenset(
     {
         "admitted",
@@ -44,6 +44,14 @@ FOLDED = frozenset(
         "forked",
     }
 )
+
+
+def folded(event: Event) -> bool:
+    """Is this one of the log's inbox history? (A compaction the agent ran by
+    itself, ``reason: "auto"``, settles no barrier: it is not.)"""
+    if event.type not in FOLDED:
+        return False
+    return not event.type.startswith("compaction_") or '"reason":"auto"' not in event.data
 
 
 class Mismatch(Exception):
@@ -255,8 +263,8 @@ def call(a: Call | None, b: Call | None, m: Match, what: str) -> Match:
 
 def events(session: str, a: Sequence[Event], b: Sequence[Event], m: Match, what: str) -> Match:
     """The log's folded events, in order (runner events are not compared)."""
-    a = [e for e in a if e.type in FOLDED]
-    b = [e for e in b if e.type in FOLDED]
+    a = [e for e in a if folded(e)]
+    b = [e for e in b if folded(e)]
     if [e.type for e in a] != [e.type for e in b]:
         raise Mismatch(f"{what}: model {_events(a)}, target {_events(b)}")
     for x, y in zip(a, b, strict=True):

@@ -331,7 +331,7 @@ class _Search:
         )
         self.everything = frozenset(requests)
         self.logs = {
-            sid: [e for e in shown.events if e.type in compare.FOLDED]
+            sid: [e for e in shown.events if compare.folded(e)]
             for sid in sessions
             if (shown := group.after[sid]).events is not None
         }
@@ -401,11 +401,11 @@ class _Search:
         not at the end."""
         for e in appended:
             theirs = self.logs.get(e.session)
-            if theirs is None or e.type not in compare.FOLDED:
+            if theirs is None or not compare.folded(e):
                 continue
             log = state.store.sessions[e.session]
             new = log.events[self.base.get(e.session, 0) :]
-            place = sum(1 for x in new if x.type in compare.FOLDED and x.seq < e.seq)
+            place = sum(1 for x in new if compare.folded(x) and x.seq < e.seq)
             b = theirs[place] if place < len(theirs) else None
             m = compare.event(e.session, e, b, m, f"log of {e.session}")
         return m

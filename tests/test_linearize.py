@@ -147,6 +147,25 @@ def test_two_concurrent_prompts_on_an_idle_session_join_one_call() -> None:
     assert order[-3:] == ["runner s1: promote", "runner s1: promote", "runner s1: open"]
 
 
+def test_compactions_the_target_ran_by_itself_are_not_inbox_history() -> None:
+    auto = '{"reason":"auto"}'
+    g = group(
+        (prompt("x"), 0, 2, receipt("x", 0)),
+        after=Shown(
+            (),
+            (msg("x", 4),),
+            step_call("x"),
+            (
+                ev(0, "admitted", "x"),
+                Event(S1, 2, "compaction_started", NOW, None, auto),
+                Event(S1, 3, "compaction_ended", NOW, None, auto),
+                ev(4, "promoted", "x"),
+            ),
+        ),
+    )
+    legal(g)
+
+
 def test_the_runner_may_lag_behind_completed_requests() -> None:
     """Even one after the other, a slow runner reads both in one batch."""
     g = group(
