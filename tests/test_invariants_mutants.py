@@ -54,13 +54,10 @@ def one_steer_per_boundary(mp: pytest.MonkeyPatch) -> Policy:
 
 @mutant("queue-waits-for-idle", "idle-boundary")
 def queue_promotes_like_steer(mp: pytest.MonkeyPatch) -> None:
-    def _promote(tx: Tx, session: str, scope: str) -> int:
-        batch = runner._promotable(tx.log(session), tx)
-        for row in batch:
-            tx.append(session, "promoted", row.input)
-        return len(batch)
+    def _batch(tx: Tx, session: str, scope: str) -> list[Any]:
+        return runner._promotable(tx.log(session), tx)
 
-    mp.setattr(runner, "_promote", _promote)
+    mp.setattr(runner, "_batch", _batch)
 
 
 @mutant("background-completion")
@@ -90,7 +87,7 @@ def barrier_ignored(mp: pytest.MonkeyPatch) -> None:
 @mutant("step-allowance")
 def no_step_reset(mp: pytest.MonkeyPatch) -> None:
     original = runner._promote
-    mp.setattr(runner, "_promote", lambda tx, session, scope: (original(tx, session, scope), 0)[1])
+    mp.setattr(runner, "_promote", lambda tx, session, x: original(tx, session, x) and False)
 
 
 @mutant("promoted-once", "promotion-atomic")
@@ -124,13 +121,13 @@ def stale_promotion_after_revert(mp: pytest.MonkeyPatch) -> None:
 
     original = runner._promote
 
-    def _promote(tx: Tx, session: str, scope: str) -> int:
-        n = original(tx, session, scope)
+    def _promote(tx: Tx, session: str, input_id: str) -> bool:
+        promoted = original(tx, session, input_id)
         stale = [x for s, x in discarded if s == session and tx.log(session).message(x) is None]
-        if n and stale:
+        if promoted and stale:
             discarded.remove((session, stale[0]))
             tx.append(session, "promoted", stale[0])
-        return n
+        return promoted
 
     mp.setitem(store._PROJECTORS, "revert_committed", _revert_committed)
     mp.setitem(store._PROJECTORS, "promoted", _promoted)
@@ -252,6 +249,7 @@ def wake_before_admission(mp: pytest.MonkeyPatch) -> None:
             inbox.revert_commit(tx, op.session)
         if op.resume is not False:
             runner.wake(tx, op.session)
+            runner.quiesce(tx)  # the woken runner wins the race with the admission
         return inbox.admit(tx, op).to_wire()
 
     mp.setitem(apply_mod._HANDLERS, Prompt, _prompt)
@@ -515,13 +513,12 @@ def prompt_ignores_staged_revert(mp: pytest.MonkeyPatch) -> None:
 
 @mutant("live-all-promoted", "live-no-stranded-input")
 def queued_input_never_promotes(mp: pytest.MonkeyPatch) -> None:
-    original = runner._promote
+    original = runner._batch
 
-    def _promote(tx: Tx, session: str, scope: str) -> int:
-        steers = [r for r in runner._promotable(tx.log(session), tx) if r.delivery == "steer"]
-        return original(tx, session, scope) if steers else 0
+    def _batch(tx: Tx, session: str, scope: str) -> list[Any]:
+        return [r for r in original(tx, session, scope) if r.delivery == "steer"]
 
-    mp.setattr(runner, "_promote", _promote)
+    mp.setattr(runner, "_batch", _batch)
 
 
 @mutant("live-barriers-consumed")
