@@ -755,8 +755,7 @@ def store_results(db: str | Path, report: ConformanceReport) -> int:
     if missing, through the store's own connection); returns the batch id."""
     from ..reports.store import Store
 
-    with Store(db) as store:
-        con = store.con
+    with Store(db) as store, store.transaction() as con:
         con.execute(DDL)
         # stores written before repro files and request counts existed
         con.execute("ALTER TABLE conformance ADD COLUMN IF NOT EXISTS repro_file VARCHAR")
