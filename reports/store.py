@@ -566,6 +566,47 @@ class Store:
         ).fetchall()
         return [int(r[0]) for r in rows]
 
+    def seeded_runs(self, policy: Any, options: dict[str, Any]) -> dict[int, SeededRun]:
+        """The seeded runs the store holds under ``policy`` (a
+        :class:`~inboxsim.model.Policy`: its name and fields) and ``options``,
+        by this inboxsim version: each seed's latest run (``distinct_runs``).
+        What ``sweep --resume`` counts instead of running again."""
+        from .. import __version__
+        from .policies import policy_record
+
+        key = [policy.name, policy_record(policy)[0], options_key(options), __version__]
+        where = (
+            "FROM distinct_runs WHERE scenario IS NULL AND seed IS NOT NULL AND policy = ? "
+            "AND policy_hash = ? AND options = ? AND version = ?"
+        )
+        runs = self.con.execute(
+            f"SELECT run_id, seed, verdict, liveness, ops, trace_hash {where}", key
+        ).fetchall()
+        violations: dict[int, list[tuple[str, tuple[int, ...], str]]] = {}
+        for run_id, invariant, steps, message in self.con.execute(
+            "SELECT run_id, invariant, steps, message FROM violations "
+            f"WHERE run_id IN (SELECT run_id {where}) ORDER BY run_id, rowid",
+            key,
+        ).fetchall():
+            violations.setdefault(run_id, []).append((invariant, tuple(steps), message))
+        probes: dict[int, dict[str, int]] = {}
+        for run_id, probe, hits in self.con.execute(
+            f"SELECT run_id, probe, hits FROM probes WHERE run_id IN (SELECT run_id {where})", key
+        ).fetchall():
+            probes.setdefault(run_id, {})[probe] = hits
+        return {
+            int(seed): SeededRun(
+                int(seed),
+                verdict,
+                liveness,
+                ops,
+                trace_hash,
+                tuple(violations.get(run_id, ())),
+                probes.get(run_id, {}),
+            )
+            for run_id, seed, verdict, liveness, ops, trace_hash in runs
+        }
+
     # --- writing ----------------------------------------------------------------
 
     @contextlib.contextmanager
@@ -660,6 +701,18 @@ class Store:
             raise HarnessError(_open_error(self.path, exc)) from None
 
 
+class SeededRun(NamedTuple):
+    """A stored seeded run, as much of it as a sweep's tally needs."""
+
+    seed: int
+    verdict: str
+    liveness: str
+    ops: int
+    trace_hash: str
+    violations: tuple[tuple[str, tuple[int, ...], str], ...]  # invariant, steps, message
+    probes: dict[str, int]  # probe -> hits
+
+
 class Remember(NamedTuple):
     """A batch's update of the remembered failing seeds (``failing_seeds``)."""
 
@@ -750,6 +803,12 @@ class _NeedsMigration(HarnessError):
     def __init__(self, found: int) -> None:
         super().__init__(f"schema version {found} needs migrating")
         self.found = found
+
+
+def check_writable(path: str | Path) -> None:
+    """Open ``path`` as a writer would, and close it: every refusal a writer
+    makes (see :class:`Store`), before a long run rather than after it."""
+    Store(path).close()
 
 
 def open_store(path: str | Path) -> Store:

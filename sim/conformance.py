@@ -39,7 +39,7 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..model import Crashed, Policy
-from .adapter import DEFAULT_TIMEOUT, AdapterTarget, split_command
+from .adapter import DEFAULT_TIMEOUT, AdapterTarget, check_startable, split_command
 from .lockstep import Divergence, LockstepTarget, NotTestable
 from .protocol import ProtocolError
 from .target import ModelTarget
@@ -206,6 +206,7 @@ def target_command(
             raise HarnessError(f"--adapter: {exc}") from None
         if not argv:
             raise HarnessError("--adapter: the command is empty")
+        check_startable(argv)
         return argv, policy or "g4", timeout, adapter
     if target == "sqlite":
         from ..impls import sqlite_inbox
