@@ -854,9 +854,22 @@ def _open_error(path: str, exc: BaseException) -> str:
             f"the database {path} is truncated or corrupt (a read past its end failed): "
             "restore it or use another --db"
         )
+    if "checksum" in text.lower() and " at location " in text:
+        where = text.rsplit(" at location ", 1)[1].split()[0].rstrip(".")
+        return (
+            f"the database {path} is damaged: the block at byte {where} fails its checksum "
+            "(what was written is not what is read back): restore it or use another --db"
+        )
     if "not a valid DuckDB database" in text or "Corrupt" in text or "checksum" in text.lower():
         return (
             f"the database {path} is not a readable DuckDB file (corrupt, or another kind of file)"
+        )
+    if "WAL" in text and ("replaying" in text or "does not match" in text):
+        why = "does not match it" if "does not match" in text else f"fails: {_reason(exc)}"
+        return (
+            f"the database {path} cannot be opened with the write-ahead log beside it "
+            f"({path}.wal {why}): restore the two files together, or move {path}.wal "
+            "aside to open the store as last checkpointed"
         )
     return f"cannot open the database {path}: {_reason(exc)}"
 
