@@ -236,9 +236,12 @@ def replay(
 
 @app.command()
 def explore(
-    sessions: Annotated[int, typer.Option("--sessions", help="Sessions, created up front.", min=1)] = 2,
+    sessions: Annotated[
+        int, typer.Option("--sessions", help="Sessions, created up front.", min=1)
+    ] = 2,
     depth: Annotated[
-        int, typer.Option("--depth", help="Most operations on a path (restarts not counted).", min=0)
+        int,
+        typer.Option("--depth", help="Most operations on a path (restarts not counted).", min=0),
     ] = 3,
     policy: Annotated[
         str, typer.Option("--policy", help="A policy preset name (see `inboxsim policies`) or a TOML file of fields.")
@@ -270,11 +273,16 @@ def explore(
     jobs: Annotated[
         int,
         typer.Option(
-            "--jobs", help="Worker processes judging each level's transitions (the result is the same).", min=1
+            "--jobs",
+            help="Worker processes judging each level's transitions (the result is the same).",
+            min=1,
         ),
     ] = 1,
     pool: Annotated[
-        int, typer.Option("--pool", help="Fresh input IDs per session (part of the world's bound).", min=1)
+        int,
+        typer.Option(
+            "--pool", help="Fresh input IDs per session (part of the world's bound).", min=1
+        ),
     ] = 2,
     as_json: JsonFlag = False,
 ) -> None:
@@ -491,9 +499,13 @@ def conformance_command(
         str | None,
         typer.Option("--policy", help="The model's policy (default g4; g2 for opencode).", show_default=False),
     ] = None,
-    seeds: Annotated[int, typer.Option("--seeds", help="Seeded lockstep runs after the library.", min=0)] = 3,
+    seeds: Annotated[
+        int, typer.Option("--seeds", help="Seeded lockstep runs after the library.", min=0)
+    ] = 3,
     seed_start: Annotated[int, typer.Option("--seed-start", help="The first seed.", min=0)] = 0,
-    ops: Annotated[int, typer.Option("--ops", help="Workload operations per seeded run.", min=1)] = 40,
+    ops: Annotated[
+        int, typer.Option("--ops", help="Workload operations per seeded run.", min=1)
+    ] = 40,
     scenario: Annotated[
         list[str] | None,
         typer.Option("--scenario", help="Run only this library scenario (repeatable).", show_default=False),
@@ -510,12 +522,19 @@ def conformance_command(
     scheduler: SchedulerOption = None,
     jobs: Annotated[int, typer.Option("--jobs", help="Worker processes for the seeds.", min=1)] = 1,
     shrink: Annotated[
-        int, typer.Option("--shrink", help="Shrink the first N failures through the adapter to repro files.", min=0)
+        int,
+        typer.Option(
+            "--shrink",
+            help="Shrink the first N failures through the adapter to repro files.",
+            min=0,
+        ),
     ] = 3,
     repro_dir: Annotated[
         str, typer.Option("--repro-dir", help="Where the minimal repro scenarios are written.")
     ] = "inboxsim-repros",
-    shrink_seconds: Annotated[float, seconds("--shrink-seconds", "Time budget of each shrink.")] = 60.0,
+    shrink_seconds: Annotated[
+        float, seconds("--shrink-seconds", "Time budget of each shrink.")
+    ] = 60.0,
     as_json: JsonFlag = False,
 ) -> None:
     """Lockstep against the model: the scenario library, then a seeded sweep.
@@ -526,7 +545,9 @@ def conformance_command(
     from inboxsim.sim.conformance import conformance, store_results, target_command
 
     if no_library and seeds == 0:
-        raise HarnessError("nothing to test: --no-library and --seeds 0 run no scenario and no seed")
+        raise HarnessError(
+            "nothing to test: --no-library and --seeds 0 run no scenario and no seed"
+        )
     argv, policy_name, timeout, label = target_command(adapter, target, policy, adapter_timeout)
     if db is not None:
         check_writable(db)  # a bad --db fails before the run, not after it
@@ -570,9 +591,12 @@ def mutants_command(
         typer.Option("--names", help="Comma-separated mutant names (default: all).", show_default=False),
     ] = None,
     seeds: Annotated[
-        int, typer.Option("--seeds", help="Seeded lockstep runs for mutants the library misses.", min=0)
+        int,
+        typer.Option("--seeds", help="Seeded lockstep runs for mutants the library misses.", min=0),
     ] = 5,
-    ops: Annotated[int, typer.Option("--ops", help="Workload operations per seeded run.", min=1)] = 60,
+    ops: Annotated[
+        int, typer.Option("--ops", help="Workload operations per seeded run.", min=1)
+    ] = 60,
     jobs: Annotated[int, typer.Option("--jobs", help="Worker processes.", min=1)] = 2,
     list_only: Annotated[bool, typer.Option("--list", help="List the mutants and exit.")] = False,
     db: Annotated[
@@ -744,7 +768,9 @@ def shrink(
     max_runs: Annotated[
         int, typer.Option("--max-runs", help="Most candidate runs the shrinker may try.", min=1)
     ] = 20_000,
-    time_limit: Annotated[float, seconds("--time-limit", "Most seconds the shrinker may spend.")] = 60.0,
+    time_limit: Annotated[
+        float, seconds("--time-limit", "Most seconds the shrinker may spend.")
+    ] = 60.0,
     target: TargetOption = "model",
     only_expected: OnlyExpectedOption = False,
     expect: Annotated[
@@ -876,7 +902,9 @@ def designs(
     ops: Annotated[int, typer.Option("--ops", help="Workload actions per run.", min=1)] = 60,
     depth: Annotated[int, typer.Option("--depth", help="Exploration depth.", min=0)] = 3,
     sessions: Annotated[int, typer.Option("--sessions", help="Exploration sessions.", min=1)] = 1,
-    jobs: Annotated[int, typer.Option("--jobs", help="Worker processes (one policy each).", min=1)] = 4,
+    jobs: Annotated[
+        int, typer.Option("--jobs", help="Worker processes (one policy each).", min=1)
+    ] = 4,
     out: Annotated[str, typer.Option("--out", help="Output folder.")] = "designs",
     as_json: JsonFlag = False,
 ) -> None:

@@ -186,10 +186,12 @@ COMMANDS: dict[str, Callable[[str, str, Path], list[str]]] = {
     "diff BASE": lambda db, good, tmp: ["diff", db, good],
     "diff NEW": lambda db, good, tmp: ["diff", good, db],
     "diff --rerun": lambda db, good, tmp: ["diff", "--rerun", db],
-    "sweep": lambda db, good, tmp: ["sweep", "--seeds", "2", "--ops", "10", "--jobs", "1"]
-    + ["--db", db],
-    "sweep --resume": lambda db, good, tmp: ["sweep", "--seeds", "32", "--ops", "40"]
-    + ["--jobs", "1", "--resume", "--db", db],
+    "sweep": lambda db, good, tmp: (
+        ["sweep", "--seeds", "2", "--ops", "10", "--jobs", "1"] + ["--db", db]
+    ),
+    "sweep --resume": lambda db, good, tmp: (
+        ["sweep", "--seeds", "32", "--ops", "40"] + ["--jobs", "1", "--resume", "--db", db]
+    ),
     "run --db": lambda db, good, tmp: ["run", SCENARIO, "--db", db],
     "conformance --db": lambda db, good, tmp: [
         "conformance",

@@ -224,14 +224,22 @@ def _interrupted(db: Path, plan: SweepPlan, batches: int) -> None:
         sweep(plan, store, _Interrupt(batches))
 
 
+def _g2(start: int, count: int, batch: int) -> SweepPlan:
+    """A g2 sweep (which fails often) in batches of ``batch`` seeds."""
+    return SweepPlan(
+        "g2", PRESETS["g2"], RunOptions(ops=60), start, count, 1, None, batch, checkers_module()
+    )
+
+
+def _resuming(plan: SweepPlan) -> SweepPlan:
+    return SweepPlan(**{**_fields(plan), "resume": True})
+
+
 def test_an_interrupted_sweep_keeps_its_remembered_failing_seeds(tmp_path: Path) -> None:
     """Each batch writes its failing seeds with its runs (the list was
     written at the end only, so an interrupted sweep lost it)."""
     db = tmp_path / "g2.duckdb"
-    plan = SweepPlan(
-        "g2", PRESETS["g2"], RunOptions(ops=60), 0, 200, 1, None, 20, checkers_module()
-    )
-    _interrupted(db, plan, 3)
+    _interrupted(db, _g2(0, 200, 20), 3)
     with Store(db) as store:
         failing = store.con.execute(
             "SELECT DISTINCT seed FROM runs WHERE verdict = 'violated' ORDER BY seed"
@@ -243,14 +251,12 @@ def test_an_interrupted_sweep_keeps_its_remembered_failing_seeds(tmp_path: Path)
 def test_resume_runs_only_what_is_missing_and_judges_the_whole_range(tmp_path: Path) -> None:
     """An interrupted sweep, resumed, ends as the uninterrupted sweep does:
     the same failing seeds, hashes, probes and verdict; each seed stored once."""
-    plan = SweepPlan(
-        "g2", PRESETS["g2"], RunOptions(ops=60), 0, 120, 1, None, 20, checkers_module()
-    )
+    plan = _g2(0, 120, 20)
     whole = sweep(plan, None)
     db = tmp_path / "resumed.duckdb"
     _interrupted(db, plan, 2)
     with Store(db) as store:
-        resumed = sweep(SweepPlan(**{**_fields(plan), "resume": True}), store)
+        resumed = sweep(_resuming(plan), store)
         rows = store.con.execute("SELECT count(*), count(DISTINCT seed) FROM runs").fetchone()
     assert rows == (120, 120)
     assert resumed.resumed == 40 and resumed.runs == 120 and resumed.planned == 120
@@ -263,14 +269,14 @@ def test_resume_runs_only_what_is_missing_and_judges_the_whole_range(tmp_path: P
     assert {r["seed"]: r["trace_hash"] for r in doc["runs"]} == whole.hashes
     # Nothing left: a second resume runs nothing and says the same.
     with Store(db) as store:
-        again = sweep(SweepPlan(**{**_fields(plan), "resume": True}), store)
+        again = sweep(_resuming(plan), store)
     assert again.resumed == 120 and again.failing == whole.failing
     assert again.workers == {}
 
 
 def test_resume_counts_only_runs_of_the_same_policy_options_and_version(tmp_path: Path) -> None:
     def resumed(plan: SweepPlan, store: Store) -> int:
-        return sweep(SweepPlan(**{**_fields(plan), "resume": True}), store).resumed
+        return sweep(_resuming(plan), store).resumed
 
     with Store(tmp_path / "other.duckdb") as store:
         sweep(_plan(10, ops=20), store)
@@ -283,9 +289,7 @@ def test_resume_counts_only_runs_of_the_same_policy_options_and_version(tmp_path
 
 def test_the_interrupt_line_says_what_is_stored_and_how_to_go_on(tmp_path: Path) -> None:
     db = tmp_path / "line.duckdb"
-    plan = SweepPlan(
-        "g2", PRESETS["g2"], RunOptions(ops=60), 100, 100, 1, None, 25, checkers_module()
-    )
+    plan = _g2(100, 100, 25)
     _interrupted(db, plan, 2)
     with Store(db) as store:
         failing = store.con.execute(
