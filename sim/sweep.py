@@ -415,11 +415,12 @@ def _resume(plan: SweepPlan, store: Any, planned: list[int], report: SweepReport
 
 
 def resume_line(plan: SweepPlan, db: str, store: Any | None = None) -> str:
-    """The one line an interrupted sweep prints: how many of the plan's seeds
-    the store at ``db`` holds (and how many fail), and the command that goes
-    on (``--resume``). Pass the sweep's open ``store`` while it still holds
-    the file; otherwise the file is opened read-only. Never raises for a
-    store it cannot read: the line says so and still gives the command."""
+    """What an interrupted sweep kept and how to go on, for the line it
+    prints after ``interrupted by SIGINT: ``: how many of the plan's seeds
+    the store at ``db`` holds (and how many of them fail), and the command
+    that goes on (``--resume``). Pass the sweep's open ``store`` while it
+    still holds the file; otherwise the file is opened read-only. Never
+    raises for a store it cannot read: it says so and still gives the command."""
     from ..reports.store import open_store
 
     command = plan.resume_command(db)
@@ -431,12 +432,12 @@ def resume_line(plan: SweepPlan, db: str, store: Any | None = None) -> str:
             with open_store(db) as opened:
                 held = opened.seeded_runs(plan.policy, plan.options.to_dict())
     except Exception as exc:  # noqa: BLE001 - the line must be printed whatever the store says
-        return f"interrupted: the store {db} could not be read ({exc}); go on with: {command}"
+        return f"the store {db} could not be read ({exc}); go on with: {command}"
     kept = [r for seed, r in held.items() if first <= seed <= last]
     failing = sum(1 for r in kept if r.violations)
     return (
-        f"interrupted: {len(kept)} of seeds {first}..{last} are stored in {db} "
-        f"({failing} failing); go on with: {command}"
+        f"kept {len(kept):,} of the {plan.seed_count:,} seeds {first}..{last} in {db} "
+        f"({failing:,} failing); go on with: {command}"
     )
 
 

@@ -299,8 +299,8 @@ def test_the_interrupt_line_says_what_is_stored_and_how_to_go_on(tmp_path: Path)
     line = resume_line(plan, str(db))  # the store closed: opened read-only
     assert line == held_open
     assert line == (
-        f"interrupted: 50 of seeds 100..199 are stored in {db} ({failing} failing); go on "
-        f"with: inboxsim sweep --seeds 100 --seed-start 100 --policy g2 --ops 60 --db {db} --resume"
+        f"kept 50 of the 100 seeds 100..199 in {db} ({failing} failing); go on with: "
+        f"inboxsim sweep --seeds 100 --seed-start 100 --policy g2 --ops 60 --db {db} --resume"
     )
     db.write_bytes(b"not a database" * 100)
-    assert resume_line(plan, str(db)).startswith(f"interrupted: the store {db} could not be read")
+    assert resume_line(plan, str(db)).startswith(f"the store {db} could not be read")
