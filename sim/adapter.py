@@ -80,6 +80,28 @@ def split_command(text: str) -> list[str]:
     return parts
 
 
+def check_startable(argv: list[str]) -> None:
+    """A :class:`HarnessError` when ``argv``'s program cannot be started at
+    all (no such file, not executable, not on ``PATH``): the harness's usage
+    problem, exit 2, said once, not a protocol error of every run that
+    tries to start it."""
+    import shutil
+
+    program = argv[0]
+    if shutil.which(program) is not None:
+        return
+    path = Path(program)
+    if os.sep not in program:
+        why = "not found on PATH"
+    elif path.is_dir():
+        why = "is a directory"
+    elif path.exists():
+        why = "is not executable"
+    else:
+        why = "no such file"
+    raise HarnessError(f"the adapter command cannot be started: {program}: {why}")
+
+
 def quote(data: bytes) -> str:
     """Offending bytes as a Python bytes literal, long ones cut in the middle."""
     if len(data) <= QUOTE_HEAD + QUOTE_TAIL:

@@ -82,6 +82,37 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "error" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        # A run that tests nothing is no pass (was PASSED, exit 0, no adapter started).
+        (["--target", "sqlite", "--no-library", "--seeds", "0"], "nothing to test: --no-library"),
+        # A program that cannot start is the harness's usage problem, said once
+        # (was 36 "protocol errors", exit 1).
+        (
+            ["--adapter", "/nonexistent/bin/adapter", "--seeds", "1"],
+            "the adapter command cannot be started: /nonexistent/bin/adapter: no such file",
+        ),
+        (["--adapter", "no-such-adapter-xyz --flag"], "no-such-adapter-xyz: not found on PATH"),
+        (["--adapter", "{tmp}/plain.txt"], "plain.txt: is not executable"),
+    ],
+)
+def test_nothing_tested_and_unstartable_adapters_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], needle: str
+) -> None:
+    (tmp_path / "plain.txt").write_text("not a program")
+    args = [a.format(tmp=tmp_path) for a in args]
+    db = tmp_path / "c.duckdb"
+    assert main(["conformance", *args, "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err, err
+    assert not db.exists()  # refused before anything was written
+    if args[0] == "--adapter":  # run --adapter refuses it the same way
+        assert main(["run", "--library", "--adapter", args[1]]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and needle in err, err
+
+
 def test_target_commands() -> None:
     argv, policy, timeout, _ = target_command(None, "opencode", None, 5)
     assert policy == "g2" and timeout >= 60
