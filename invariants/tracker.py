@@ -116,6 +116,7 @@ class SessionShadow:
         "last_seq",
         "last_event_step",
         "first_forked",
+        "fork_seq",
         "fork_floor",
         "pending",
         "barrier",
@@ -140,6 +141,7 @@ class SessionShadow:
         self.last_seq = -1
         self.last_event_step = -1
         self.first_forked = False
+        self.fork_seq: int | None = None  # the forked event's parent_seq (its cutoff), if named
         self.fork_floor: int | None = None  # the child's next seq must exceed this
         self.pending: dict[str, Row] = {}  # admission order
         self.barrier: Row | None = None
@@ -618,7 +620,7 @@ def _forked(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
     if sh.n_events == 0 and ev.seq == 0:
         sh.first_forked = True
     floor = data.get("parent_seq", data.get("parentSeq"))
-    sh.fork_floor = floor if isinstance(floor, int) else None
+    sh.fork_seq = sh.fork_floor = floor if isinstance(floor, int) else None
     messages = data.get("messages")
     if not isinstance(messages, list):
         ctx.fork_from_view.add(sh.id)
