@@ -77,8 +77,8 @@ _ENTRIES: tuple[Invariant, ...] = (
         "SIGKILL suspends nothing)",
         ("log", "crash", "wake"),
         ALWAYS,
-        "restart-resumes-pending: a process that resumes every session with pending input when it "
-        "starts (replay that wakes)",
+        "a process that wakes every session with pending input when it starts: replay that wakes "
+        "(restart-resumes-pending)",
     ),
     Invariant(
         "durability",
@@ -416,8 +416,9 @@ _ENTRIES: tuple[Invariant, ...] = (
         "follow-up drain is unforced), §4.27 (one execution across coalesced drains), §3.6",
         ("wake", "execution"),
         ALWAYS,
-        "dropping the doorbell when a step fails, or a forced drain per wake (a call that promotes "
-        "nothing and continues nothing)",
+        "dropping the doorbell when a step fails (doorbell-dropped-on-failure), or a follow-up "
+        "drain run like a resume: a call that promotes and continues nothing "
+        "(follow-up-drain-forced)",
     ),
     Invariant(
         "sessions-independent",

@@ -349,7 +349,15 @@ class Tracker:
     # --- the step ------------------------------------------------------------
 
     def begin(self, step: Step) -> StepCtx:
-        ctx = StepCtx(step, self.open)
+        calls = self.open
+        if step.kind == "crash":
+            # A kill between requests: the process died before anything the
+            # step shows happened, so its events (if any) are the restart's,
+            # with no call open and no execution running.
+            calls = {}
+            for sh in self.sessions.values():
+                sh.exec_open = False
+        ctx = StepCtx(step, calls)
         op = ctx.op
         if isinstance(op, Answer) and not ctx.err:
             ctx.answered = self.calls_by_id.get(op.call)
