@@ -457,7 +457,10 @@ class CompactionErrorChecker(Checker):
 class InterruptChecker(Checker):
     """Spec 4.28 and 4.29: an interrupt stops the execution without deleting
     pending input or starting a successor; an idle interrupt changes nothing;
-    an unknown session is session_not_found."""
+    an unknown session is session_not_found. The one row an interrupt may
+    remove is the barrier of the compaction call it cancels (spec 3.8: an
+    interrupted manual compaction fails, and its barrier is consumed); a
+    barrier waiting behind an interrupted step stays."""
 
     ids = (INTERRUPT_KEEPS, IDLE_INTERRUPT)
     step_scoped = ("known", "rows", "shown")
@@ -472,8 +475,12 @@ class InterruptChecker(Checker):
     def begin(self, ctx: StepCtx) -> None:
         sh = self.t.sessions.get(ctx.session or "")
         self.known = sh is not None
-        self.rows = [r for r in sh.pending.values() if r.type != "compaction"] if sh else []
-        self.shown = {v.input for v in sh.view_pending if v.type != "compaction"} if sh else set()
+        running = ctx.calls_before.get(ctx.session or "")
+        keep = ("user", "synthetic") if running and running.kind == "compaction" else None
+        self.rows = [r for r in sh.pending.values() if keep is None or r.type in keep] if sh else []
+        self.shown = (
+            {v.input for v in sh.view_pending if keep is None or v.type in keep} if sh else set()
+        )
 
     def end(self, ctx: StepCtx) -> None:
         env = self.env

@@ -455,9 +455,10 @@ _ENTRIES: tuple[Invariant, ...] = (
     ),
     Invariant(
         "interrupt-keeps-input",
-        "Interrupting a busy session answers interrupted: true, deletes no pending user or "
-        "synthetic input, promotes nothing and starts no successor.",
-        "spec §4.28 (its observable part); seed (interrupt never deletes pending input)",
+        "Interrupting a busy session answers interrupted: true, deletes no pending row (but the "
+        "barrier of the compaction call it cancels), promotes nothing and starts no successor.",
+        "spec §4.28 (its observable part), §3.8 (an interrupted compaction fails); seed (interrupt "
+        "never deletes pending input)",
         ("interrupt",),
         ALWAYS,
         "clearing the session's pending rows on interrupt",

@@ -549,6 +549,17 @@ def _interrupt() -> Case:
     return good, edit(good, 4, pending={"s1": ()}), (4,)
 
 
+@case("interrupt-keeps-input", part="barrier")
+def _interrupt_barrier() -> Case:
+    o = Ops()
+    good = play(o.create(), o.prompt(x="m1"), o.compact(x="c1"), o.interrupt())
+    # 3: barrier c1 waits behind the running step; 4: interrupt (seqs 5, 6), c1 stays
+    evs = events(good, 4)
+    cancelled = evs[:1] + [ev("s1", 6, "compaction_failed", 4, "c1", reason="manual")]
+    planted = edit(good, 4, events=cancelled + renumber(evs[1:], 7), pending={"s1": ()})
+    return good, planted, (3, 4)
+
+
 @case("idle-interrupt-noop")
 def _idle_interrupt() -> Case:
     o = Ops()

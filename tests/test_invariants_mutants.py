@@ -517,6 +517,20 @@ def interrupt_clears_pending(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(runner, "interrupt", interrupt)
 
 
+@mutant("interrupt-keeps-input")
+def interrupt_cancels_the_waiting_barrier(mp: pytest.MonkeyPatch) -> None:
+    original = runner.interrupt
+
+    def interrupt(tx: Tx, session: str) -> bool:
+        run = tx.runs.get(session)
+        done = original(tx, session)
+        if run is not None and run.call.kind == "step" and tx.log(session).barrier() is not None:
+            runner._settle_compaction(tx, session, failed=True, error="Compaction cancelled")
+        return done
+
+    mp.setattr(runner, "interrupt", interrupt)
+
+
 @mutant("idle-interrupt-noop")
 def idle_interrupt_records(mp: pytest.MonkeyPatch) -> None:
     original = runner.interrupt
