@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model.ops import Answer, Compact, Fork, Hello, Interrupt, Prompt, Resume, Synthetic
+from ..model.ops import Answer, Compact, Fork, Hello, Interrupt, Op, Prompt, Resume, Synthetic
 from ..model.values import Call, Event
 from . import words
 from .base import Checker
@@ -25,6 +25,10 @@ LIFECYCLE = "execution-lifecycle"
 FOLLOW_UP = "wake-follow-up"
 INDEPENDENT = "sessions-independent"
 NEEDS_WAKE = "work-needs-a-wake"
+
+WAKING = (Prompt, Synthetic, Compact, Resume)
+"""The requests that may wake the session they name (whether they must is
+``WakeChecker``'s question)."""
 INTERRUPT_KEEPS = "interrupt-keeps-input"
 COMPACTION_ERROR = "compaction-error-continues"
 IDLE_INTERRUPT = "idle-interrupt-noop"
@@ -319,13 +323,18 @@ class IndependenceChecker(Checker):
         named = {ctx.session} if ctx.session is not None else set()
         if isinstance(op, Fork):
             named.add(op.child)
-        if ctx.answered is not None:
+        elif ctx.answered is not None:
             named.add(ctx.answered.session)
-        env = self.env
-        known = self.t.sessions
-        if len(known) > len(named & set(known)):
-            env.hit(INDEPENDENT)
-        what = f"{op.OP} at step {ctx.index}"
+        if len(self.t.sessions) > len(named):
+            self.env.hit(INDEPENDENT)
+        if ctx.calls_changed or ctx.view_changes or any(s not in named for s in ctx.by_session):
+            self._others(ctx, op, named)
+        if not isinstance(op, WAKING):
+            for sid in sorted(named):
+                self._idle(ctx, op, sid)
+
+    def _others(self, ctx: StepCtx, op: Op, named: set[str]) -> None:
+        """What the request changed in sessions it does not name."""
         changed: dict[str, list[str]] = {}
         for sid, evs in ctx.by_session.items():
             if sid not in named:
@@ -335,7 +344,7 @@ class IndependenceChecker(Checker):
         for sid, which, old, new in ctx.view_changes:
             if sid not in named and old != new:
                 changed.setdefault(sid, []).append(f"changed its {which}")
-        for sid in set(ctx.calls_before) | set(self.t.open):
+        for sid in set(ctx.calls_before) | set(self.t.open) if ctx.calls_changed else ():
             before, after = ctx.calls_before.get(sid), self.t.open.get(sid)
             if sid in named or (before and before.call) == (after and after.call):
                 continue
@@ -344,33 +353,30 @@ class IndependenceChecker(Checker):
             if after is not None:
                 changed.setdefault(sid, []).append(f"opened {words.call(after)}")
         for sid, how in sorted(changed.items()):
-            env.fail(
+            self.env.fail(
                 INDEPENDENT,
                 (ctx.index,),
-                f"{what}, for {words.ids(sorted(named))}, changed session {sid}: it "
-                f"{'; '.join(how)}: a request changes only the sessions it names, and sessions "
-                "proceed independently",
+                f"{op.OP} at step {ctx.index}, for {words.ids(sorted(named))}, changed session "
+                f"{sid}: it {'; '.join(how)}: a request changes only the sessions it names, and "
+                "sessions proceed independently",
             )
-        waking = isinstance(op, (Prompt, Synthetic, Compact, Resume))
-        for sid in sorted(named):
-            if sid not in known or sid in ctx.calls_before:
-                continue  # unknown, or busy: not a question of waking
-            if waking and sid == ctx.session:
-                continue
-            env.hit(NEEDS_WAKE)
-            work = _work(ctx, sid)
-            call = ctx.new_step_call(sid) or next(
-                (c for c in ctx.new_calls if c.session == sid), None
+
+    def _idle(self, ctx: StepCtx, op: Op, sid: str) -> None:
+        """A request that does not wake ``sid`` starts no work there if idle."""
+        if sid not in self.t.sessions or sid in ctx.calls_before:
+            return  # unknown, or busy: not a question of waking
+        self.env.hit(NEEDS_WAKE)
+        work = _work(ctx, sid)
+        call = next((c for c in ctx.new_calls if c.session == sid), None)
+        if work or call is not None:
+            started = f"{work[0].type} at seq {work[0].seq}" if work else words.call(call)  # type: ignore[arg-type]
+            self.env.fail(
+                NEEDS_WAKE,
+                (ctx.index,),
+                f"{op.OP} at step {ctx.index} started work in idle session {sid} ({started}), "
+                f"but {op.OP} does not wake a session: only a prompt, synthetic or compact into "
+                "it, or its resume, starts an idle session's work",
             )
-            if work or call is not None:
-                started = f"{work[0].type} at seq {work[0].seq}" if work else words.call(call)  # type: ignore[arg-type]
-                env.fail(
-                    NEEDS_WAKE,
-                    (ctx.index,),
-                    f"{what} started work in idle session {sid} ({started}), but {op.OP} does "
-                    "not wake a session: only a prompt, synthetic or compact into it, or its "
-                    "resume, starts an idle session's work",
-                )
 
 
 class CompactionErrorChecker(Checker):
