@@ -385,8 +385,8 @@ def list_invariants(as_json: JsonFlag = False) -> None:
         if entry["holds_under"] != "every policy":
             typer.echo(f"    expected under: {entry['holds_under']}")
     typer.echo("")
-    typer.echo("Spec section 4, invariant by invariant (checked by the ids above, or not observable")
-    typer.echo("through the adapter protocol, and why):")
+    typer.echo("Spec section 4, invariant by invariant (checked by the ids above, or not")
+    typer.echo("observable through the adapter protocol, and why):")
     for spec in document["spec"]:
         typer.echo(f"4.{spec['number']}  {spec['title']}")
         if spec["checked_by"]:
