@@ -80,6 +80,12 @@ def _blocked(row: Receipt, barrier: Receipt | None, tx: Tx) -> bool:
 
 
 def _promotable(log: SessionLog, tx: Tx) -> list[Receipt]:
+    # Open point A12 (spec section 5), decided as G4's runner does it: a
+    # staged revert holds nothing back; only a synthetic input's wake is
+    # suppressed (``apply._synthetic``). So a synthetic admitted under a
+    # staged revert while a step runs is promoted at that drain's next
+    # boundary, and the commit then removes it with the rest of the history
+    # past the boundary (``tests/test_model_open_points.py``).
     barrier = log.barrier()
     rows = [r for r in log.pending if r.type != "compaction" and not _blocked(r, barrier, tx)]
     if tx.policy.lifecycles == "parallel":
@@ -308,6 +314,9 @@ def _reread(tx: Tx, session: str, w: Work) -> None:
 
 def _open(tx: Tx, session: str, w: Work) -> None:
     tx.reach("after_promotion")
+    # Open point A18 (spec section 5): the runner counts promoted rows, not
+    # their types, so a boundary that promotes only synthetic input resets
+    # the allowance like a prompt (``test_a_synthetic_steer_joins_an_active_continuation``).
     step = 1 if w.promoted else w.step
     final = step >= tx.step_limit
     call = tx.open_call(session, "step", step, final)

@@ -18,7 +18,18 @@ from typing import Any
 import pytest
 
 from inboxsim.invariants import REGISTRY, Monitor, Violation
-from inboxsim.model import G4, Policy, Prompt, Synthetic, inbox, runner, store
+from inboxsim.model import (
+    G4,
+    Hello,
+    Policy,
+    Prompt,
+    RevertClear,
+    RevertCommit,
+    Synthetic,
+    inbox,
+    runner,
+    store,
+)
 from inboxsim.model.state import State, Tx
 from inboxsim.model.values import Err, Message, canonical_json, parse_json
 from inboxsim.sim import target as target_mod
@@ -422,6 +433,58 @@ def doorbell_dropped_on_error(mp: pytest.MonkeyPatch) -> None:
     )
 
 
+@mutant("wake-follow-up")
+def forced_follow_up_drain(mp: pytest.MonkeyPatch) -> None:
+    def _drain_done(tx: Tx, session: str, doorbell: bool) -> None:
+        if doorbell:  # the follow-up runs like a resume: a call even with nothing to do
+            runner._start_drain(tx, session, forced=True, doorbell=False)
+        else:
+            runner._execution_event(tx, session, "execution_succeeded")
+            tx.runs.pop(session, None)
+
+    mp.setattr(runner, "_drain_done", _drain_done)
+
+
+@mutant("sessions-independent")
+def wake_drains_every_session(mp: pytest.MonkeyPatch) -> None:
+    original = runner.wake
+
+    def wake(tx: Tx, session: str) -> None:
+        original(tx, session)
+        for other in sorted(tx.store.sessions):
+            if other != session:
+                original(tx, other)  # idle ones with pending input start too
+
+    mp.setattr(runner, "wake", wake)
+
+
+@mutant("work-needs-a-wake")
+def revert_wakes(mp: pytest.MonkeyPatch) -> None:
+    for op in (RevertClear, RevertCommit):
+        original = apply_mod._HANDLERS[op]
+
+        def handler(tx: Tx, op: Any, original: Any = original) -> dict[str, Any]:
+            result: dict[str, Any] = original(tx, op)
+            runner.wake(tx, op.session)
+            return result
+
+        mp.setitem(apply_mod._HANDLERS, op, handler)
+
+
+@mutant("replay-starts-nothing")
+def restart_resumes_pending(mp: pytest.MonkeyPatch) -> None:
+    original = apply_mod._HANDLERS[Hello]
+
+    def _hello(tx: Tx, op: Hello) -> dict[str, Any]:
+        result: dict[str, Any] = original(tx, op)
+        for session, log in sorted(tx.store.sessions.items()):
+            if log.pending and session not in tx.runs:
+                runner.resume(tx, session)
+        return result
+
+    mp.setitem(apply_mod._HANDLERS, Hello, _hello)
+
+
 @mutant("compaction-error-continues")
 def compaction_error_ends_drain(mp: pytest.MonkeyPatch) -> None:
     original = runner.answer
@@ -447,6 +510,20 @@ def interrupt_clears_pending(mp: pytest.MonkeyPatch) -> None:
             log = tx.log(session)
             kept = tuple(r for r in log.pending if r.type == "compaction")
             tx.store = tx.store.with_session(dataclasses.replace(log, pending=kept))
+        return done
+
+    mp.setattr(runner, "interrupt", interrupt)
+
+
+@mutant("interrupt-keeps-input")
+def interrupt_cancels_the_waiting_barrier(mp: pytest.MonkeyPatch) -> None:
+    original = runner.interrupt
+
+    def interrupt(tx: Tx, session: str) -> bool:
+        run = tx.runs.get(session)
+        done = original(tx, session)
+        if run is not None and run.call.kind == "step" and tx.log(session).barrier() is not None:
+            runner._settle_compaction(tx, session, failed=True, error="Compaction cancelled")
         return done
 
     mp.setattr(runner, "interrupt", interrupt)
