@@ -41,6 +41,13 @@ def _barrier_consumed(o: Ops, *more: str) -> list[object]:
     return [o.create("s1"), *(o.create(s) for s in more), o.compact("s1", "c1"), "answer:stop"]
 
 
+def _reverted(o: Ops, *inputs: str) -> list[object]:
+    """s1 with a prompt of each of ``inputs``, each promoted and answered,
+    then a revert to the last one staged and committed (its lifecycle ends)."""
+    answered = [item for x in inputs for item in (o.prompt("s1", x), "answer:stop")]
+    return [o.create(), *answered, o.stage("s1", inputs[-1]), o.commit("s1")]
+
+
 def _next_seq(trace: Trace, index: int, session: str) -> int:
     """The seq the session's next event gets at step ``index`` (no fork gap)."""
     return sum(e.session == session for s in trace.steps[:index] for e in s.observed.events)
@@ -104,13 +111,7 @@ def _barrier_other_session() -> Case:
 def _reverted_then_fork() -> Case:
     o = Ops()
     good = play(
-        o.create(),
-        o.prompt("s1", "u4"),
-        "answer:stop",
-        o.prompt("s1", "u5"),
-        "answer:stop",
-        o.stage("s1", "u5"),
-        o.commit("s1"),
+        *_reverted(o, "u4", "u5"),  # type: ignore[arg-type]
         o.fork("s1", "f2"),
         o.synthetic("f2", "u5", resume=False),
     )  # 4: prompt u5; 6: staged; 7: committed (u5 ends); 8: fork; 9: synthetic_conflict
@@ -145,14 +146,8 @@ def _boundary_prompt() -> Case:
 @case("a generated ID reuses an ID whose lifecycle ended", "id-namespace")
 def _generated_collides() -> Case:
     o = Ops()
-    good = play(
-        o.create(),
-        o.prompt("s1", "in-7"),
-        "answer:stop",
-        o.stage("s1", "in-7"),
-        o.commit("s1"),
-        o.prompt("s1", resume=False),
-    )  # 2: in-7 admitted (a client may send in-N); 5: it ends; 6: a generated ID
+    good = play(*_reverted(o, "in-7"), o.prompt("s1", resume=False))  # type: ignore[arg-type]
+    # 2: in-7 admitted (a client may send in-N); 5: it ends; 6: a generated ID
     (admitted,) = events(good, 6)
     assert admitted.input != "in-7"
     planted = dataclasses.replace(admitted, input="in-7")
@@ -163,16 +158,8 @@ def _generated_collides() -> Case:
 @case("a fork copy takes an ID whose lifecycle ended", "id-namespace")
 def _copy_collides() -> Case:
     o = Ops()
-    good = play(
-        o.create(),
-        o.prompt("s1", "m1"),
-        "answer:stop",
-        o.prompt("s1", "m2"),
-        "answer:stop",
-        o.stage("s1", "m2"),
-        o.commit("s1"),
-        o.fork("s1", "f1"),
-    )  # 4: m2; 7: m2 ends; 8: f1 copies m1 under a new ID
+    good = play(*_reverted(o, "m1", "m2"), o.fork("s1", "f1"))  # type: ignore[arg-type]
+    # 4: m2; 7: m2 ends; 8: f1 copies m1 under a new ID
     (forked,) = events(good, 8)
     copy = view(good, 8, "transcript", "f1")[0]
     body = forked.data.replace(f'"id":"{copy.id}"', '"id":"m2"')
@@ -215,14 +202,8 @@ def _fresh_other_session() -> Case:
 @case("an ended prompt ID admitted as another kind", "admission-fresh-id")
 def _fresh_other_kind() -> Case:
     o = Ops()
-    good = play(
-        o.create(),
-        o.prompt("s1", "u1"),
-        "answer:stop",
-        o.stage("s1", "u1"),
-        o.commit("s1"),
-        o.prompt("s1", "u1", resume=False),
-    )  # 2: prompt u1; 5: it ends; 6: a new prompt u1 in s1 (the exception)
+    good = play(*_reverted(o, "u1"), o.prompt("s1", "u1", resume=False))  # type: ignore[arg-type]
+    # 2: prompt u1; 5: it ends; 6: a new prompt u1 in s1 (the exception)
     (admitted,) = events(good, 6)
     planted = dataclasses.replace(admitted, data=admitted.data.replace('"user"', '"synthetic"'))
     return good, edit(good, 6, events=[planted]), (2, 6)
