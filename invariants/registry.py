@@ -102,12 +102,18 @@ _ENTRIES: tuple[Invariant, ...] = (
     # --- admission and retries -------------------------------------------------
     Invariant(
         "admission-fresh-id",
-        "An admission event names an ID no live lifecycle holds: it is not pending and not "
-        "visible in any session (one admission per lifecycle).",
-        "spec §4.2, §4.4",
+        "An admission event names an ID never admitted or copied before, in any session (one "
+        "admission per ID), with the one exception the protocol allows: after its lifecycle "
+        "ended (a committed revert removed it, its barrier was consumed) an ID is admitted "
+        "again in its own session and as its own kind, a new lifecycle. A live ID (pending or "
+        "visible) is never admitted again.",
+        "spec §4.2, §4.4; adapter protocol, IDs are one namespace (the exception: re-admission "
+        "in the same session and kind after the lifecycle ended; the spec's cancellation "
+        "exception has no protocol operation)",
         ("admission", "ids"),
         ALWAYS,
-        "admission without the ID lookup (no check against the transcript or other sessions)",
+        "admission without the ID lookup (no check against the transcript or other sessions), or "
+        "an ID index that forgets an ID when its lifecycle ends",
     ),
     Invariant(
         "admission-projects-row",
@@ -178,12 +184,18 @@ _ENTRIES: tuple[Invariant, ...] = (
     ),
     Invariant(
         "id-namespace",
-        "Reusing an input ID in another session or as another kind fails with the operation's "
-        "conflict error, and generated IDs never collide with an ID in use.",
-        "spec §4.38; adapter protocol (IDs are one namespace)",
+        "An input ID belongs to one session and one kind from its first admission, for good: "
+        "reusing it in another session or as another kind fails with the operation's conflict "
+        "error, also after its lifecycle ended, and so does reusing a fork copy's ID. In its own "
+        "session and kind, after its lifecycle ended (a prompt under a staged revert: as if the "
+        "revert were committed first), a reuse admits a new input, not a retry. Generated IDs "
+        "(inputs, barriers, fork copies) never collide with an ID ever admitted or copied.",
+        "spec §4.38, §4.2; adapter protocol (IDs are one namespace; a prompt under a staged "
+        "revert)",
         ("ids",),
         ALWAYS,
-        "a per-session primary key on input IDs instead of a global one",
+        "a per-session primary key on input IDs instead of a global one, or an ID index that "
+        "frees an ID for everyone when its lifecycle ends (ids-freed-for-everyone)",
     ),
     # --- promotion -------------------------------------------------------------
     Invariant(
@@ -605,6 +617,16 @@ UNOBSERVABLE: tuple[Unobservable, ...] = (
         "parentSeq = boundary.seq - 1 where a forked event does not carry parent_seq.",
         "event data is free-form: where an adapter's forked event names no parent_seq, fork-cutoff "
         "judges the cut by the copied messages and the child's first own seq only",
+    ),
+    Unobservable(
+        "spec §4.38 (call IDs)",
+        "A prompt ID never equals the ID of a non-prompt creator event (a step's assistant "
+        "message), and vice versa.",
+        "call IDs are made up by the adapter, and the protocol keeps them apart from input IDs "
+        "(a call is answered by its ID, never admitted or listed as a message; assistant "
+        "messages have no ID the protocol reports), so a collision between a step and an input "
+        "cannot be observed; the input side (prompt, synthetic and compaction IDs, and fork "
+        "copies) is judged by id-namespace",
     ),
     Unobservable(
         "spec §4.36",

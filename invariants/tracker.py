@@ -100,11 +100,13 @@ class Life:
 
 @dataclass(slots=True)
 class Owner:
-    """Who holds a live ID (pending or visible): its session and kind."""
+    """Whom an ID belongs to: its session and kind (or a fork's copy), and
+    the trace step of its first admission or copy."""
 
     session: str
     type: str
     copied: bool = False
+    step: int = -1
 
 
 class SessionShadow:
@@ -260,7 +262,8 @@ class Tracker:
         self.step_limit: int | None = hello.get("step_limit")
         self.features: set[str] = set(hello.get("features", ()))
         self.sessions: dict[str, SessionShadow] = {}
-        self.owners: dict[str, Owner] = {}
+        self.owners: dict[str, Owner] = {}  # live IDs (pending or visible)
+        self.namespace: dict[str, Owner] = {}  # every ID ever admitted or copied, for good
         self.lives: dict[str, Life] = {}
         self.open: dict[str, Call] = {}  # session -> its open call
         self.calls_by_id: dict[str, Call] = {}
@@ -308,6 +311,23 @@ class Tracker:
         if r is not None and r.type != "compaction" and r.seq >= boundary.seq:
             return None
         return o
+
+    def admission_kind(self, ctx: StepCtx, ev: Event) -> str:
+        """The kind an ``admitted`` or ``compaction_admitted`` event admits:
+        the event's ``type`` if it names one, else the step's own request's."""
+        if ev.type == "compaction_admitted":
+            return "compaction"
+        kind = parse(ev.data).get("type")
+        if isinstance(kind, str):
+            return kind
+        op = ctx.op
+        if (
+            isinstance(op, (Prompt, Synthetic))
+            and op.session == ev.session
+            and op.input in (None, ev.input)
+        ):
+            return request_kind(op) or "user"
+        return "user"
 
     def wakes(self, ctx: StepCtx, staged_at_start: str | None) -> bool:
         """Does this (successful) admitting request wake its session?"""
@@ -494,10 +514,12 @@ class Tracker:
                     sh.fork_floor = m.seq
 
     def _own_copy(self, ctx: StepCtx, session: str, mid: str, kind: str) -> None:
-        held = self.owners.get(mid)
+        held = self.namespace.get(mid)
         if held is not None:
             ctx.collisions.append((mid, held.session))
-        self.owners[mid] = Owner(session, kind, True)
+        else:
+            self.namespace[mid] = Owner(session, kind, True, ctx.index)
+        self.owners[mid] = Owner(session, kind, True, ctx.index)
 
     def _end_life(self, x: str, session: str, state: str, step: int) -> None:
         o = self.owners.get(x)
@@ -533,11 +555,12 @@ def _admitted(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
     mine: Prompt | Synthetic | None = None
     if isinstance(op, (Prompt, Synthetic)) and op.session == sh.id and op.input in (None, x):
         mine = op
-    kind = data.get("type") or (request_kind(mine) if mine else None) or "user"
+    kind = t.admission_kind(ctx, ev)
     delivery = data["delivery"] if "delivery" in data else (t.delivery(mine) if mine else None)
     row = Row(x, sh.id, kind, delivery, ev.seq, ev.time, ctx.index)
     sh.pending[x] = row
-    t.owners[x] = Owner(sh.id, kind)
+    t.owners[x] = Owner(sh.id, kind, False, ctx.index)
+    t.namespace.setdefault(x, t.owners[x])
     life = Life(row)
     if mine is not None:
         life.payload = t.payload(mine)
@@ -552,7 +575,8 @@ def _compaction_admitted(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow)
     sh.pending[x] = row
     if sh.barrier is None:
         sh.barrier = row
-    t.owners[x] = Owner(sh.id, "compaction")
+    t.owners[x] = Owner(sh.id, "compaction", False, ctx.index)
+    t.namespace.setdefault(x, t.owners[x])
     t.lives[x] = Life(row, payload="{}")
     ctx.admitted[x] = (ev, row)
 

@@ -2,10 +2,14 @@
 3.8-3.10, and the adapter protocol's "Rules the protocol pins down").
 
 The one-namespace rule: an input ID belongs to one session and one kind from
-its first admission. A reuse in that session and kind is judged as a retry
-while the input is pending or visible; anywhere else it is a conflict. Once
-its lifecycle ended without it staying visible (a committed revert truncated
-it, or its barrier was consumed) the ID is free again.
+its first admission, for good (a fork's copy: to the child, as a copy). A
+reuse in another session or as another kind is a conflict, also after the
+lifecycle ended (spec invariants 2 and 38). In its own session and kind a
+reuse is judged as a retry while the input is pending or visible; once its
+lifecycle ended without it staying visible (a committed revert truncated it,
+or its barrier was consumed) it admits a new input there, and only there. A
+copy's ID is never admitted: reusing it after a revert removed the copy
+conflicts too. Generated IDs skip every ID the index ever held.
 """
 
 from __future__ import annotations
@@ -39,8 +43,12 @@ def admit(tx: Tx, op: Prompt | Synthetic) -> Receipt:
     if row is not None:
         return _judge(tx, row, data, delivery, conflict)
     msg = log.message(op.input)
-    assert msg is not None, "owners index out of step with the session"
-    return _judge_visible(tx, log.id, msg, data, delivery, conflict)
+    if msg is not None:
+        return _judge_visible(tx, log.id, msg, data, delivery, conflict)
+    if owner.copied:
+        raise conflict  # a fork's copy a revert removed: copies are never admitted
+    # Its lifecycle ended (a committed revert removed it): a new input.
+    return _admit_new(tx, log, op.input, kind, data, delivery)
 
 
 def _delivery(tx: Tx, op: Prompt | Synthetic, kind: str) -> str:

@@ -163,7 +163,8 @@ class Tx:
         return event
 
     def fresh_id(self, prefix: str) -> str:
-        """A generated ID that collides with no live input ID."""
+        """A generated ID that collides with no ID ever admitted or copied
+        (a client may send ``in-3`` itself)."""
         while True:
             self.counter += 1
             candidate = f"{prefix}{self.counter}"
@@ -173,9 +174,9 @@ class Tx:
     def open_call(
         self, session: str, kind: Literal["step", "compaction"], step: int, final: bool
     ) -> Call:
-        self.counter += 1
+        call = self.fresh_id("call-")  # the counter also orders the calls
         context = tuple(m.id for m in self.log(session).transcript)
-        return Call(f"call-{self.counter}", session, kind, step, final, context, self.counter)
+        return Call(call, session, kind, step, final, context, self.counter)
 
     def reach(self, point: str) -> None:
         """Die here if this request asked to crash at ``point``."""

@@ -72,6 +72,9 @@ omitted-id-reuses-last | ids
     an omitted input ID reuses the last generated ID (counter read, not bumped)
 per-session-ids | ids
     the ID namespace is per session: another session's ID is judged as a retry there
+ids-freed-for-everyone | ids
+    an ID whose lifecycle ended (consumed barrier, committed revert) is free for any session
+    and kind, and generated IDs may reuse it
 retry-text-only | retry
     retry identity compares only the text (files, agents, metadata ignored)
 retry-ignores-metadata | retry

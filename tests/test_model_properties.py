@@ -13,7 +13,8 @@ step that:
   events each request reported);
 - an exact retry of a live input appends no admission and, under the strict
   policies, returns the original receipt;
-- the live-ID index, event seqs and open calls stay consistent.
+- the ID index (every ID ever admitted or copied, with its first owner, for
+  good), event seqs and open calls stay consistent.
 """
 
 from __future__ import annotations
@@ -380,12 +381,21 @@ def check_seqs(events: tuple[Event, ...]) -> None:
 
 
 def derived_owners(state: State) -> dict[str, Owner]:
+    """Every ID an event ever admitted or copied, with the session and kind
+    of its first admission or copy (an ID belongs to them for good)."""
     owners: dict[str, Owner] = {}
     for session, log in state.store.sessions.items():
-        for row in log.pending:
-            owners[row.input] = Owner(session, row.type)
-        for message in log.transcript:
-            owners[message.id] = Owner(session, message.type, copied=message.receipt is None)
+        for event in log.events:
+            if event.type == "admitted" and event.input is not None:
+                kind = json.loads(event.data)["type"]
+                assert owners.setdefault(event.input, Owner(session, kind)) == Owner(session, kind)
+            elif event.type == "compaction_admitted" and event.input is not None:
+                first = owners.setdefault(event.input, Owner(session, "compaction"))
+                assert first == Owner(session, "compaction")
+            elif event.type == "forked":
+                for copy in json.loads(event.data)["messages"]:
+                    assert copy["id"] not in owners, f"copy {copy['id']} reuses an ID"
+                    owners[copy["id"]] = Owner(session, copy["type"], copied=True)
     return owners
 
 

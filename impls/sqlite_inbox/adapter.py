@@ -115,7 +115,7 @@ class Adapter:
         delivery, resume = admission.delivery_of(req), admission.resume_of(req)
         sid = self.store.require(req.get("session"))["id"]
         with self.store.tx():
-            retry = ident is not None and self.store.owner(ident) == (sid, "user")
+            retry = ident is not None and self.store.live_owner(ident) == (sid, "user")
             if not (MUTANT == "retry-skips-revert-commit" and retry):
                 history.commit(self.store, sid, self.now)  # a staged revert commits with the prompt
             receipt, fresh = admission.admit_input(
