@@ -1,5 +1,6 @@
 """JUnit XML from the summary document (pure): one test case per invariant
-and policy, one per scenario, policy and target when the store holds scenario
+and policy (a violated one is the failing case of its problem: its seeds and
+shrunk counterexample), one per scenario, policy and target when the store holds scenario
 runs, and one per mutant of the latest mutant campaign (a failure when it
 survived: the harness missed a planted bug).
 
@@ -48,10 +49,7 @@ def _invariant_suite(parent: ET.Element, doc: dict[str, Any]) -> None:
         sum(1 for i in invs if i["status"] == "violated"),
         sum(1 for i in invs if i["status"] == "not exercised"),
     )
-    failing_by: dict[tuple[str, str], dict[str, Any]] = {}
-    for f in doc["failing"]:
-        for name in f["invariants"]:
-            failing_by.setdefault((name, f["policy"]), f)
+    problems = {(p["invariant"], p["policy"]): p for p in doc.get("problems", [])}
     for inv in invs:
         case = ET.SubElement(
             suite, "testcase", classname=f"inboxsim.invariants.{inv['policy']}", name=inv["id"]
@@ -67,16 +65,39 @@ def _invariant_suite(parent: ET.Element, doc: dict[str, Any]) -> None:
             if inv[key] is not None:
                 ET.SubElement(props, "property", name=key, value=str(inv[key]))
         if inv["status"] == "violated":
-            first = failing_by.get((inv["id"], inv["policy"]))
+            problem = problems.get((inv["id"], inv["policy"]))
             message = f"violated in {inv['runs_violated']} of {inv['runs_exercised']} runs"
             failure = ET.SubElement(case, "failure", message=message, type="InvariantViolated")
-            if first:
-                text = f"first: run {first['run_id']} seed {first['seed']}: {first['message']}"
-                if first["replay"]:
-                    text += f"\nreplay: {first['replay']}"
-                failure.text = text
+            if problem:
+                ET.SubElement(
+                    props, "property", name="seeds", value=" ".join(map(str, problem["seeds"]))
+                )
+                failure.text = _problem_text(problem)
         elif inv["status"] == "not exercised":
             ET.SubElement(case, "skipped", message="no run exercised this invariant")
+
+
+def _problem_text(p: dict[str, Any]) -> str:
+    """A problem in full: its first run, its seeds, its shrunk counterexample."""
+    first, example = p["first"], p.get("example") or {}
+    lines = [f"first: run {first['run_id']} seed {first['seed']}: {first['message']}"]
+    if first["replay"]:
+        lines.append(f"replay: {first['replay']}")
+    if p["seeds"]:
+        lines.append(f"seeds ({len(p['seeds'])}): {' '.join(map(str, p['seeds']))}")
+    if p["scenarios"]:
+        lines.append(f"scenarios: {' '.join(p['scenarios'])}")
+    if p["also_violated"]:
+        also = ", ".join(f"{k} ({v})" for k, v in p["also_violated"].items())
+        lines.append(f"also violated in the same runs: {also}")
+    if example.get("outcome") == "shrunk":
+        final = example["final"]
+        lines += [
+            f"shrunk counterexample ({final['operations']} operations, {final['faults']} faults, "
+            f"{final['steps']} steps): {example['file']}, viewer page {example['page']}",
+            example["scenario"].rstrip("\n"),
+        ]
+    return "\n".join(lines)
 
 
 def _scenario_suite(parent: ET.Element, doc: dict[str, Any]) -> None:
