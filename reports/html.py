@@ -19,6 +19,9 @@ th{background:#f4f4f4} td.num{text-align:right} tr.violated td{background:#fff0f
 code{background:#f4f4f4;padding:0 .2em} img{max-width:100%;border:1px solid #eee;margin:.5em 0}
 section.problem{border:1px solid #e3b4b4;border-left:5px solid #b3261e;border-radius:6px;
  padding:.3em 1em .6em;margin:1em 0} section.problem h3{margin:.4em 0}
+table.sides{table-layout:fixed;width:100%} table.sides pre{margin:0;white-space:pre-wrap;
+ overflow-wrap:anywhere;background:none;padding:0} table.sides tr.differs td{background:#fff0f0}
+table.sides th:first-child{width:12em}
 h2.inline{display:inline} details.more{display:inline}
 details.more summary{display:inline;cursor:pointer}
 """

@@ -2,7 +2,8 @@
 and policy (a violated one is the failing case of its problem: its seeds and
 shrunk counterexample), one per scenario, policy and target when the store holds scenario
 runs, and one per mutant of the latest mutant campaign (a failure when it
-survived: the harness missed a planted bug).
+survived: the harness missed a planted bug), and one per conformance problem of
+each target's latest conformance batch.
 
 A held invariant's case carries the runs that exercised it and the 95 %
 upper bound on its failure rate as properties; one never exercised is skipped,
@@ -22,6 +23,8 @@ def junit_xml(doc: dict[str, Any]) -> str:
         _scenario_suite(suites, doc)
     if doc["mutants"]:
         _mutant_suite(suites, doc["mutants"])
+    for batch in doc.get("conformance", []):
+        _conformance_suite(suites, batch)
     ET.indent(suites)
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
@@ -124,6 +127,28 @@ def _scenario_suite(parent: ET.Element, doc: dict[str, Any]) -> None:
                 type="ScenarioFailed",
             )
             failure.text = s["first_failure"]
+
+
+def _conformance_suite(parent: ET.Element, batch: dict[str, Any]) -> None:
+    """A conformance batch: one failing case per problem (its members listed),
+    or one passing case when the target conformed."""
+    problems = batch.get("problems", [])
+    name = f"inboxsim.conformance.{batch['target']}"
+    suite = _suite(parent, name, max(1, len(problems)), len(problems), 0)
+    if not problems:
+        ET.SubElement(suite, "testcase", classname=name, name="conformance")
+        return
+    for p in problems:
+        case = ET.SubElement(suite, "testcase", classname=name, name=p["key"])
+        failure = ET.SubElement(
+            case, "failure", message=f"{p['title']} ({p['count']})", type="ConformanceFailed"
+        )
+        lines = [f"{', '.join(p['items'])}", f"first: {p['first']}: {p['summary']}"]
+        if p["repro_command"]:
+            lines.append(f"rerun: {p['repro_command']}")
+        if p["repro"]:
+            lines += [f"minimal repro: {p['repro']['path']}", p["repro"]["text"].rstrip("\n")]
+        failure.text = "\n".join(lines)
 
 
 def _mutant_suite(parent: ET.Element, m: dict[str, Any]) -> None:

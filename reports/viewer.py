@@ -209,12 +209,14 @@ def _session(name: str, pending: Sequence[str], transcript: Sequence[str], chang
     )
 
 
-def _views(v: StepView) -> str:
+def _views(v: StepView, expand: bool) -> str:
+    """Every session's views; those the step did not change folded away,
+    unless ``expand`` (a step a violation names: the reader wants them all)."""
     transcript = dict(v.transcript)
     shown, folded = [], []
     for name, rows in v.pending:
         html = _session(name, rows, transcript.get(name, ()), name in v.changed)
-        (shown if name in v.changed or len(v.pending) == 1 else folded).append(html)
+        (shown if expand or name in v.changed or len(v.pending) == 1 else folded).append(html)
     if folded:
         shown.append(
             f'<details class="others"><summary>{len(folded)} other session'
@@ -279,7 +281,7 @@ def _step(v: StepView, at: list[Finding], cited: list[Finding]) -> str:
         f'<div class="idx"><a href="#step-{v.index}">#{v.index}</a>'
         f'<span class="sub">{escape(v.phase)}{state}</span>'
         f'<span class="sub">{escape(v.decision)}</span></div>'
-        f'{_requests(v)}<div>{events}</div><div class="views">{_views(v)}</div>'
+        f'{_requests(v)}<div>{events}</div><div class="views">{_views(v, bool(at or cited))}</div>'
         f"{''.join(notes)}</article>"
     )
 
