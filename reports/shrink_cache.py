@@ -57,19 +57,17 @@ def write_shrunk(
     store: Any, version: str, rows: Iterable[tuple[ShrinkKey, str, dict[str, Any]]]
 ) -> int:
     """Cache shrinks made by inboxsim ``version`` (``store``: a writable
-    :class:`~.store.Store`), in one transaction, replacing an earlier entry
-    of the same key and version. Returns how many were written."""
+    :class:`~.store.Store`), in one transaction. Returns how many were
+    written. Rows are only ever added (a report shrinks only what is not
+    cached); should a key be written twice, :func:`load_shrunk` reads the
+    later one. (No deletes: DuckDB may shorten a file whose last blocks a
+    delete frees, which the store's open-time size check would misread.)"""
     rows = list(rows)
     for _key, outcome, _doc in rows:
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome {outcome!r} is not one of {', '.join(OUTCOMES)}")
     with store.transaction() as con:
         for key, outcome, doc in rows:
-            con.execute(
-                "DELETE FROM shrunk WHERE seed = ? AND policy = ? AND policy_hash IS NOT DISTINCT "
-                "FROM ? AND options = ? AND run_version = ? AND invariant = ? AND version = ?",
-                [*key, version],
-            )
             con.execute(
                 "INSERT INTO shrunk (seed, policy, policy_hash, options, run_version, invariant, "
                 "version, outcome, example) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
