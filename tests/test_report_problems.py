@@ -384,3 +384,29 @@ def test_the_report_and_a_viewer_page_in_headless_chromium(
         driver.quit()
     for name in ("report.png", "viewer.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_conformance_failure_in_the_report(tmp_path: Path) -> None:
+    """A planted bug of the SQLite inbox through `conformance --db`, then the
+    report: the failure grouped under its key, its repro side by side."""
+    from inboxsim.sim.mutants import mutant_command
+
+    argv, _ = mutant_command("retry-ignores-metadata")
+    db = tmp_path / "c.duckdb"
+    args = ["conformance", "--adapter", " ".join(argv), "--scenario", "metadata-retry-identity"]
+    args += ["--seeds", "0", "--db", str(db), "--repro-dir", str(tmp_path / "repros")]
+    assert main(args) == 1
+    doc, _ = run_report(str(db), str(tmp_path / "r"), 10.0, 1)
+    (batch,) = doc["conformance"]
+    (problem,) = batch["problems"]
+    assert problem["key"] == "diverged:prompt:reply"
+    assert problem["items"] == ["scenario metadata-retry-identity"]
+    assert problem["repro"]["verified"] and Path(problem["repro"]["path"]).is_file()
+    div = problem["divergence"]  # the repro's first differing step, both sides' views
+    assert div["model"] == {"error": "prompt_conflict"} and "receipt" in div["target"]
+    assert set(div["model_views"]) == set(div["target_views"]) == {"pending", "transcript", "calls"}
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert 'class="sides"' in html and "transcript after" in html
+    suites = ET.parse(tmp_path / "r" / "junit.xml").getroot().findall("testsuite")
+    (suite,) = [s for s in suites if (s.get("name") or "").startswith("inboxsim.conformance.")]
+    assert [c.get("name") for c in suite] == ["diverged:prompt:reply"]
