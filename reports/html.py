@@ -9,6 +9,7 @@ from html import escape
 from typing import Any
 
 from .conformance_view import html_parts
+from .problems import size_words
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1300px;color:#222}
@@ -108,10 +109,6 @@ def _seeds(seeds: list[int], shown: int = 30) -> str:
     )
 
 
-def _size(size: dict[str, Any]) -> str:
-    return f"{size['operations']} operations, {size['faults']} faults, {size['steps']} steps"
-
-
 def _problem(n: int, p: dict[str, Any], table: str) -> list[str]:
     first, example = p["first"], p.get("example") or {}
     what = f"seed {first['seed']}" if first["seed"] is not None else _run_label(first)
@@ -134,8 +131,8 @@ def _problem(n: int, p: dict[str, Any], table: str) -> list[str]:
         out.append(f"<p>Runs of this problem that also violated: {escape(also)}.</p>")
     if example.get("outcome") == "shrunk":
         out.append(
-            f'<h4>Shrunk counterexample: {_size(example["final"])} (seed {example["seed"]}: '
-            f"{_size(example['original'])})</h4>"
+            f'<h4>Shrunk counterexample: {size_words(example["final"])} (seed {example["seed"]}: '
+            f"{size_words(example['original'])})</h4>"
             f'<p><a class="viewer" href="{escape(example["page"])}">viewer page</a> · '
             f'<a href="{escape(example["file"])}">scenario file</a> · '
             f"<code>inboxsim run {escape(example['file'])}</code> fails while the bug is there"

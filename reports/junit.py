@@ -15,6 +15,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from .problems import size_words
+
 
 def junit_xml(doc: dict[str, Any]) -> str:
     suites = ET.Element("testsuites", name="inboxsim")
@@ -94,10 +96,9 @@ def _problem_text(p: dict[str, Any]) -> str:
         also = ", ".join(f"{k} ({v})" for k, v in p["also_violated"].items())
         lines.append(f"also violated in the same runs: {also}")
     if example.get("outcome") == "shrunk":
-        final = example["final"]
         lines += [
-            f"shrunk counterexample ({final['operations']} operations, {final['faults']} faults, "
-            f"{final['steps']} steps): {example['file']}, viewer page {example['page']}",
+            f"shrunk counterexample ({size_words(example['final'])}): {example['file']}, "
+            f"viewer page {example['page']}",
             example["scenario"].rstrip("\n"),
         ]
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..sim.trace import Step
+from .problems import size_words
 from .viewer import Finding, Page, page_html
 
 Violation = tuple[str, Sequence[int], str]  # invariant, steps cited, message
@@ -194,8 +195,8 @@ def report_pages(
                 example["seed"],
                 facts=[
                     ("problem", f"{problem['invariant']} in {problem['runs']} runs"),
-                    ("shrunk from", f"seed {example['seed']}: {_size(original)}"),
-                    ("to", _size(final)),
+                    ("shrunk from", f"seed {example['seed']}: {size_words(original)}"),
+                    ("to", size_words(final)),
                     ("rerun it", f"inboxsim run {problem['id']}.toml"),
                 ],
                 scenario=example["scenario"],
@@ -215,10 +216,6 @@ def report_pages(
             entry["message"] = example.get("message", "")
         problem["example"] = entry
     return out
-
-
-def _size(size: dict[str, Any]) -> str:
-    return f"{size['operations']} operations, {size['faults']} faults, {size['steps']} steps"
 
 
 def _intro(problem: dict[str, Any], example: dict[str, Any]) -> str:

@@ -53,6 +53,11 @@ def slug(*parts: str) -> str:
 Row = tuple[Any, ...]
 
 
+def size_words(size: dict[str, Any]) -> str:
+    """A trace's size (``inboxsim.sim.shrink.Size.to_dict``) in words."""
+    return f"{size['operations']} operations, {size['faults']} faults, {size['steps']} steps"
+
+
 def run_problems(
     runs: Sequence[Row],
     violations: Sequence[Row],

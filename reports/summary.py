@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .conformance_view import markdown_lines, summarize_conformance
-from .problems import run_problems
+from .problems import run_problems, size_words
 
 Row = tuple[Any, ...]
 
@@ -369,12 +369,10 @@ def problem_lines(doc: dict[str, Any], max_seeds: int = 20) -> list[str]:
             also = ", ".join(f"`{k}` ({v})" for k, v in p["also_violated"].items())
             out.append(f"- also violated in the same runs: {also}")
         if example.get("outcome") == "shrunk":
-            final, original = example["final"], example["original"]
             out += [
-                f"- shrunk counterexample: {final['operations']} operations, {final['faults']} "
-                f"faults, {final['steps']} steps (seed {example['seed']}: "
-                f"{original['operations']} operations); `{example['file']}`, viewer page "
-                f"`{example['page']}`",
+                f"- shrunk counterexample: {size_words(example['final'])} (seed "
+                f"{example['seed']}: {size_words(example['original'])}); `{example['file']}`, "
+                f"viewer page `{example['page']}`",
                 "",
                 "```toml",
                 *example["scenario"].rstrip("\n").splitlines(),
