@@ -190,9 +190,9 @@ def markdown_lines(batches: list[dict[str, Any]]) -> list[str]:
 
 
 def _problem_markdown(problems: list[dict[str, Any]]) -> list[str]:
-    """Each problem: its members, its minimal repro, and the first differing step side by side."""
-    from ..sim.lockstep import side_by_side
-
+    """Each problem: its members, its minimal repro, and the first differing step
+    side by side (``!`` marks what differs: the compared part; the raw values
+    differ also where each side names its own IDs and times)."""
     out = ["", f"#### Problems ({len(problems)})"] if problems else []
     for n, p in enumerate(problems, start=1):
         out += [
@@ -210,16 +210,14 @@ def _problem_markdown(problems: list[dict[str, Any]]) -> list[str]:
                 f"- minimal repro: `{r['path']}` ({r['steps']} steps, from {r['original_steps']})"
             )
         if p["divergence"]:
-            div = p["divergence"]
             out += ["", "```"]
-            for what, model, target in sides(div):
+            for what, model, target in sides(p["divergence"]):
+                mark = "!" if model != target else " "
                 out.append(f"{what}:")
-                out += side_by_side(
-                    model.splitlines() if "\n" in model else model,
-                    target.splitlines() if "\n" in target else target,
-                    div.get("model_name", "model"),
-                    div.get("target_name", "target"),
-                )[1:]
+                for name, text in (("model ", model), ("target", target)):
+                    lines = text.splitlines() or [""]
+                    out.append(f"{mark} {name}  {lines[0]}")
+                    out += [f"          {line}" for line in lines[1:]]
             out.append("```")
     return out
 
