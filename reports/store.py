@@ -477,16 +477,22 @@ class Store:
     def _check_size(self) -> None:
         """Refuse a file shorter than the blocks its header counts: a
         truncated copy, which opens and would fail on a later read (or take
-        a writer's batch and then be unreadable to everyone)."""
+        a writer's batch and then be unreadable to everyone).
+
+        DuckDB itself shortens the file when a checkpoint frees its last
+        blocks, and the header's count still includes them (as free blocks):
+        a file that ends on a block boundary and holds at least as many
+        blocks as are in use is whole."""
         if self.path == ":memory:":
             return
         row = self.con.execute("PRAGMA database_size").fetchone()
         if row is None:
             return
-        block_size, blocks = int(row[2]), int(row[3])
+        block_size, blocks, used = int(row[2]), int(row[3]), int(row[4])
         expected = _HEADER_BYTES + block_size * blocks
         size = os.path.getsize(self.path)
-        if size < expected:
+        whole = size >= _HEADER_BYTES and (size - _HEADER_BYTES) % block_size == 0
+        if size < expected and not (whole and size >= _HEADER_BYTES + block_size * used):
             raise HarnessError(
                 f"the database {self.path} is truncated ({size} bytes where its header "
                 f"counts {expected}): restore it or use another --db"
