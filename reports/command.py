@@ -39,8 +39,8 @@ def run_report(
     a viewer page ``problems/ID.html``) and a viewer page of its first failing
     run (``runs/run-N.html``). Counterexamples come from the store's cache, or
     are shrunk now (the first ``shrink_problems``, ``shrink_seconds`` each) and
-    cached there; a store that cannot take them (locked, read-only) is said on
-    stderr and the report is written all the same."""
+    cached there, each as soon as it is made; a store that cannot take them
+    (locked, read-only) is said on stderr and the report is written all the same."""
     from .. import __version__
     from . import counterexamples as cx
     from .html import html_page
@@ -62,20 +62,29 @@ def run_report(
             {picked} if picked is not None else set()
         )
         stored = {run_id: stored_trace(store.con, run_id) for run_id in sorted(wanted)}
-    found, fresh = cx.examples_for(
+    refused: list[str] = []
+
+    def keep(key: Any, outcome: str, example: dict[str, Any]) -> None:
+        """Cache one result at once (one short write): an interrupted report
+        keeps every shrink it finished. A store that refuses is said once."""
+        if refused:
+            return
+        try:
+            with Store(db, must_exist=True) as writer:
+                write_shrunk(writer, __version__, [(key, outcome, example)])
+        except HarnessError as exc:
+            refused.append(str(exc))
+            print(f"report: the shrunk examples are not cached: {exc}", file=sys.stderr)
+
+    found = cx.examples_for(
         doc["problems"],
         cached,
         lambda key: stored_policy(key.policy, key.policy_hash, fields),
         cx.DEFAULT_SECONDS if shrink_seconds is None else shrink_seconds,
         cx.DEFAULT_PROBLEMS if shrink_problems is None else shrink_problems,
         lambda line: print(line, file=sys.stderr),
+        keep,
     )
-    if fresh:
-        try:
-            with Store(db, must_exist=True) as writer:
-                write_shrunk(writer, __version__, fresh)
-        except HarnessError as exc:
-            print(f"report: the shrunk examples are not cached: {exc}", file=sys.stderr)
     from .pages import report_pages
 
     pages = report_pages(doc, stored, picked, found)

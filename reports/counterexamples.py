@@ -156,17 +156,18 @@ def examples_for(
     seconds: float = DEFAULT_SECONDS,
     most: int = DEFAULT_PROBLEMS,
     say: Say | None = None,
-) -> tuple[dict[str, tuple[str, dict[str, Any]]], list[tuple[ShrinkKey, str, dict[str, Any]]]]:
+    keep: Callable[[ShrinkKey, str, dict[str, Any]], None] | None = None,
+) -> dict[str, tuple[str, dict[str, Any]]]:
     """Each problem's (outcome, example) by problem id: from ``cached``, else
-    shrunk now (the first ``most`` problems not cached, ``seconds`` each);
-    and the new results, to cache. ``policies(key)``: the policy the key's
-    run ran under (a :class:`~inboxsim.model.policy.PolicyError` is said,
-    not raised). A problem that cannot be shrunk is absent."""
+    shrunk now (the first ``most`` problems not cached, ``seconds`` each),
+    each new result handed to ``keep`` as soon as it is made (to cache it:
+    an interrupted report keeps what it finished). ``policies(key)``: the
+    policy the key's run ran under (a :class:`~inboxsim.model.policy.PolicyError`
+    is said, not raised). A problem that cannot be shrunk is absent."""
     from ..model.policy import PolicyError
 
     say = say or (lambda _line: None)
     found: dict[str, tuple[str, dict[str, Any]]] = {}
-    fresh: list[tuple[ShrinkKey, str, dict[str, Any]]] = []
     left = most
     for n, problem in enumerate(problems, start=1):
         key = shrink_key(problem)
@@ -188,7 +189,8 @@ def examples_for(
             say(f"report: cannot shrink seed {key.seed}: {exc}")
             continue
         found[problem["id"]] = (outcome, example)
-        fresh.append((key, outcome, example))
+        if keep is not None:
+            keep(key, outcome, example)
         if outcome == "shrunk":
             final = example["final"]
             say(
@@ -197,4 +199,4 @@ def examples_for(
             )
         else:
             say(f"report: {example['message']}")
-    return found, fresh
+    return found

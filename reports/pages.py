@@ -29,6 +29,22 @@ def findings(violations: Sequence[Violation]) -> tuple[Finding, ...]:
     )
 
 
+def timeline(
+    steps: Sequence[Step],
+    violations: Sequence[Violation],
+    policy: str,
+    seed: int | None,
+    run_id: int = 0,
+) -> str:
+    """A run's timeline as inline SVG, each mark a link to ``#step-N``."""
+    from .plots import run_detail, swimlane_svg
+
+    if not steps:
+        return ""
+    detail = run_detail(steps, [(v[0], v[1]) for v in violations], policy, seed, run_id)
+    return swimlane_svg(detail, lambda step: f"#step-{step}")
+
+
 def run_page(
     title: str,
     steps: Sequence[Step],
@@ -40,12 +56,11 @@ def run_page(
     scenario: str | None = None,
     links: Sequence[tuple[str, str]] = (),
     intro: str = "",
+    svg: str | None = None,
 ) -> str:
-    """The viewer page of one run's steps, with its timeline."""
-    from .plots import run_detail, swimlane_svg
-
-    detail = run_detail(steps, [(v[0], v[1]) for v in violations], policy, seed)
-    svg = swimlane_svg(detail, lambda step: f"#step-{step}") if steps else ""
+    """The viewer page of one run's steps, with its timeline (``svg``: drawn
+    already by :func:`timeline`)."""
+    svg = timeline(steps, violations, policy, seed) if svg is None else svg
     return page_html(
         Page(
             title,
@@ -104,7 +119,7 @@ def run_file(run_id: int) -> str:
     return f"runs/run-{run_id}.html"
 
 
-def stored_page(run: Any, trace: Any, facts: Sequence[tuple[str, str]] = ()) -> str:
+def stored_page(run: Any, trace: Any, svg: str | None = None) -> str:
     """The page of a stored run (:class:`~.traces.StoredRun` and its trace)."""
     from .summary import replay_command
 
@@ -121,7 +136,6 @@ def stored_page(run: Any, trace: Any, facts: Sequence[tuple[str, str]] = ()) -> 
         ("verdict", f"{verdict_words(violations)}; liveness {run.liveness}"),
         ("trace hash", run.trace_hash),
         *([("replay", replay)] if replay else []),
-        *facts,
     ]
     return run_page(
         f"{what} ({run.policy}): {verdict_words(violations)}",
@@ -131,6 +145,7 @@ def stored_page(run: Any, trace: Any, facts: Sequence[tuple[str, str]] = ()) -> 
         run.seed,
         facts=rows,
         links=[("back to the report", "../report.html")],
+        svg=svg,
     )
 
 
@@ -146,18 +161,17 @@ def report_pages(
     ``examples``: problem id -> (outcome, example) of :mod:`.counterexamples`).
     Fills each problem's ``example`` and ``first.page`` entries in ``doc``."""
     from .counterexamples import example_steps
-    from .plots import run_detail, swimlane_svg
     from .viewer import step_table
 
     out = ReportPages()
     for run_id, found in stored.items():
-        if found is not None:
-            out.files[run_file(run_id)] = stored_page(*found)
-    if picked is not None and stored.get(picked) is not None:
-        run, trace = stored[picked]
-        cited = [(v[0], v[1]) for v in run.violations]
-        detail = run_detail(trace.steps, cited, run.policy, run.seed, run.run_id)
-        out.timeline = swimlane_svg(detail, lambda step: f"{run_file(picked)}#step-{step}")
+        if found is None:
+            continue
+        run, trace = found
+        svg = timeline(trace.steps, run.violations, run.policy, run.seed, run.run_id)
+        out.files[run_file(run_id)] = stored_page(run, trace, svg)
+        if run_id == picked:  # the report's timeline: the same marks, linking to this page
+            out.timeline = svg.replace('href="#step-', f'href="{run_file(run_id)}#step-')
     for problem in doc["problems"]:
         first = problem["first"]
         if stored.get(first["run_id"]) is not None:
