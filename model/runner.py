@@ -139,8 +139,9 @@ def _promote(tx: Tx, session: str, scope: str) -> int:
         batch = steers[: tx.policy.steer_batch_cap]
     else:
         batch = [r for r in rows if r.delivery == "queue"][:1]
+    admission_time = tx.policy.promoted_event_time == "admission"
     for index, row in enumerate(batch):
-        tx.append(session, "promoted", row.input)
+        tx.append(session, "promoted", row.input, time=row.time if admission_time else None)
         if index == 0:
             tx.reach("mid_promotion")
     return len(batch)
