@@ -116,6 +116,7 @@ class SessionShadow:
         "last_seq",
         "last_event_step",
         "first_forked",
+        "fork_seq",
         "fork_floor",
         "pending",
         "barrier",
@@ -140,6 +141,7 @@ class SessionShadow:
         self.last_seq = -1
         self.last_event_step = -1
         self.first_forked = False
+        self.fork_seq: int | None = None  # the forked event's parent_seq (its cutoff), if named
         self.fork_floor: int | None = None  # the child's next seq must exceed this
         self.pending: dict[str, Row] = {}  # admission order
         self.barrier: Row | None = None
@@ -350,7 +352,15 @@ class Tracker:
     # --- the step ------------------------------------------------------------
 
     def begin(self, step: Step) -> StepCtx:
-        ctx = StepCtx(step, self.open)
+        calls = self.open
+        if step.kind == "crash":
+            # A kill between requests: the process died before anything the
+            # step shows happened, so its events (if any) are the restart's,
+            # with no call open and no execution running.
+            calls = {}
+            for sh in self.sessions.values():
+                sh.exec_open = False
+        ctx = StepCtx(step, calls)
         op = ctx.op
         if isinstance(op, Answer) and not ctx.err:
             ctx.answered = self.calls_by_id.get(op.call)
@@ -621,7 +631,7 @@ def _forked(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
     if sh.n_events == 0 and ev.seq == 0:
         sh.first_forked = True
     floor = data.get("parent_seq", data.get("parentSeq"))
-    sh.fork_floor = floor if isinstance(floor, int) else None
+    sh.fork_seq = sh.fork_floor = floor if isinstance(floor, int) else None
     messages = data.get("messages")
     if not isinstance(messages, list):
         ctx.fork_from_view.add(sh.id)

@@ -110,12 +110,21 @@ def compact(tx: Tx, op: Compact) -> Receipt:
 
 def fork(tx: Tx, op: Fork) -> None:
     """Copy the parent's visible history up to the boundary; never its
-    pending input (spec 3.9, invariants 32 and 33)."""
+    pending input (spec 3.9, invariants 32 and 33).
+
+    Two open points of spec section 5 are decided here. A9 (the cutoff of a
+    whole-history fork, unwritten in G4 and G5): the parent's latest seq,
+    as the G3 test implies, so the child reserves the parent's whole
+    sequence and its own events come after every parent event. A8 (fork and
+    the parent's pending input): nothing pending is copied, and the cutoff
+    is not lowered to exclude pending admissions, so a whole-history fork
+    reserves seqs of admitted events whose rows stay in the parent only
+    (``tests/test_model_open_points.py``)."""
     parent = tx.session(op.session)
     if op.child in tx.store.sessions:
         raise Failed("invalid_request", f"fork target {op.child!r} already exists")
     if op.before is None:
-        # The whole reserved sequence: a fresh fork's copies lie past its last event.
+        # A9: the whole reserved sequence; a fresh fork's copies lie past its last event.
         cutoff = parent.next_seq - 1
     else:
         boundary = parent.message(op.before)

@@ -3,7 +3,7 @@
 Every choice that ``opencode-v2-inbox.md`` section 5 leaves open, or that
 changed between generations, is a field of :class:`Policy`. The model reads
 these fields in exactly one place each; nothing else in the model branches on
-a preset's name. The presets are the table of ``harness-contract.md``.
+a preset's name. The presets are the table of ``docs/cli.md``.
 """
 
 from __future__ import annotations

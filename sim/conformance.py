@@ -1,5 +1,5 @@
 """Conformance: an adapter in lockstep with the reference model
-(``harness-contract.md``, "Lockstep conformance: what is compared").
+(``docs/cli.md``, "Lockstep: what conformance compares").
 
 :func:`conformance` runs, against one adapter command:
 
@@ -39,7 +39,7 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..model import Crashed, Policy
-from .adapter import DEFAULT_TIMEOUT, AdapterTarget, split_command
+from .adapter import DEFAULT_TIMEOUT, AdapterTarget, check_startable, split_command
 from .lockstep import Divergence, LockstepTarget, NotTestable
 from .protocol import ProtocolError
 from .target import ModelTarget
@@ -206,6 +206,7 @@ def target_command(
             raise HarnessError(f"--adapter: {exc}") from None
         if not argv:
             raise HarnessError("--adapter: the command is empty")
+        check_startable(argv)
         return argv, policy or "g4", timeout, adapter
     if target == "sqlite":
         from ..impls import sqlite_inbox
@@ -755,8 +756,7 @@ def store_results(db: str | Path, report: ConformanceReport) -> int:
     if missing, through the store's own connection); returns the batch id."""
     from ..reports.store import Store
 
-    with Store(db) as store:
-        con = store.con
+    with Store(db) as store, store.transaction() as con:
         con.execute(DDL)
         # stores written before repro files and request counts existed
         con.execute("ALTER TABLE conformance ADD COLUMN IF NOT EXISTS repro_file VARCHAR")

@@ -276,7 +276,7 @@ def requests(
     return acts
 
 
-# The hello features each family needs (adapter-protocol.md, "Features"): the
+# The hello features each family needs (docs/protocol.md, "Features"): the
 # harness never sends an operation whose feature is missing.
 _NEEDS = {
     "synthetic": "synthetic",

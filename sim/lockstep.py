@@ -1,6 +1,6 @@
 """Lockstep conformance: drive the reference model and a target with the same
 requests and stop at the first observable difference
-(``harness-contract.md``, "Lockstep conformance: what is compared").
+(``docs/cli.md``, "Lockstep: what conformance compares").
 
 :class:`LockstepTarget` is itself a :class:`~.target.Target`: the simulator,
 the scenario runner or the explorer drive it exactly as they drive one
@@ -77,7 +77,7 @@ from .trace import MessageView, Observed, PendingView, observed_wire, reply_wire
 from .workload import NO_METADATA
 
 VISIBLE = ("user", "synthetic")
-# The hello feature each operation needs (adapter-protocol.md, "Features").
+# The hello feature each operation needs (docs/protocol.md, "Features").
 OP_FEATURE = {
     "synthetic": "synthetic",
     "compact": "compaction",

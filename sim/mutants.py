@@ -117,6 +117,10 @@ tool-on-final-continues | execution
     a tool answer on the final step continues instead of counting as stop
 doorbell-dropped-on-failure | wake
     a wake rung during a step that fails is forgotten: no follow-up execution
+follow-up-drain-forced | wake
+    the follow-up drain a rung doorbell gives is forced: a model call with nothing to promote
+restart-resumes-pending | wake
+    a (re)started process wakes every session with pending input: replay that wakes
 resume-as-wake | wake
     resume is an unforced wake: nothing pending, no call
 resume-flag-ignored | wake

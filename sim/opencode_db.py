@@ -330,6 +330,8 @@ def validate_db(path: str | Path, policy: str = "g2") -> DbResult:
         rows = read_rows(con)
     finally:
         con.close()
+    if not sessions and not rows:
+        raise HarnessError(f"{path} holds no session (nothing to judge): give a database in use")
     result = DbResult(str(path), the_policy.name)
     judged = judged_under(the_policy)
     extra = tuple(i for i in (ROWS,) if i in _expected(the_policy))

@@ -1,4 +1,4 @@
-"""Policy presets change only what the policy table of ``harness-contract.md``
+"""Policy presets change only what the policy table of ``docs/cli.md``
 says, and ``load_policy`` reads presets and TOML files."""
 
 from __future__ import annotations

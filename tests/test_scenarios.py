@@ -75,6 +75,21 @@ def test_can_fail_rule_rejects_a_scenario_with_neither() -> None:
     assert not can_fail(loaded.scenario.breaks_under, loaded.scenario.planted_bug)
 
 
+def test_every_missing_and_unknown_field_is_named_with_its_file() -> None:
+    """Was "name: missing required field (and 1 more)"."""
+    with pytest.raises(HarnessError) as caught:
+        load_text('[[step]]\nop = "create"\nsession = "s1"\n', "bad.toml")
+    assert str(caught.value) == "bad.toml: missing required fields: name, source"
+    text = 'nmae = "x"\nstep_limit = "a"\n[[step]]\nop = "create"\nsession = "s1"\nbogus = 2\n'
+    with pytest.raises(HarnessError) as caught:
+        load_text(text, "bad.toml")
+    assert str(caught.value) == (
+        "bad.toml: missing required fields: name, source; unknown fields: step 1 (bogus) "
+        "(line 6), nmae (line 1) (not part of the scenario format); step_limit (line 2): "
+        "Input should be a valid integer, got 'a'"
+    )
+
+
 def test_planted_bug_needs_a_reason() -> None:
     with pytest.raises(HarnessError, match=r"planted_bug.reason: missing required field"):
         load_text(_text('planted_bug = { name = "x" }\n[[step]]\nop = "create"\nsession = "s1"\n'))

@@ -116,6 +116,18 @@ def test_missing_file_exit_2(tmp_path: Path) -> None:
     assert main(["validate", str(tmp_path / "nope.jsonl")]) == 2
 
 
+@pytest.mark.parametrize("text", ["", "\n\n", "# a comment, no event\n"])
+def test_a_log_without_events_judges_nothing_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    """Was HELD, exit 0: a log with nothing in it is no pass."""
+    path = tmp_path / "empty.jsonl"
+    path.write_text(text)
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds no event (nothing to judge)" in err, err
+
+
 # --- --opencode-db: a hand-made OpenCode database --------------------------------
 
 OPENCODE_SCHEMA = """
@@ -282,6 +294,8 @@ def test_opencode_db_errors_are_one_line(
         str(other): "not an OpenCode database: it has no event table",
         str(tmp_path): "is not a file",
     }
+    empty = _opencode_db(tmp_path / "empty.db", [], [])  # the tables, no session in them
+    cases[str(empty)] = "holds no session (nothing to judge)"
     for path, words in cases.items():
         assert main(["validate", "--opencode-db", path]) == 2
         err = capsys.readouterr().err

@@ -1,5 +1,5 @@
 """The OpenCode adapter: the released ``opencode-ai@1.18.33`` server (inbox
-generation G2) behind ``adapter-protocol.md``, version 1.
+generation G2) behind the adapter protocol (``docs/protocol.md``), version 1.
 
     INBOXSIM_DATA_DIR=/some/folder python impls/opencode/adapter.py
     python impls/opencode/adapter.py --install      # download into the cache, then exit

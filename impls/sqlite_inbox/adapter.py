@@ -46,6 +46,10 @@ class Adapter:
             if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
                 raise invalid("step_limit must be a positive integer")
             self.runner.step_limit = limit
+        if MUTANT == "restart-resumes-pending":  # a (re)started process picks up pending work
+            waiting = "SELECT DISTINCT session_id FROM session_pending ORDER BY 1"
+            for (sid,) in self.store.all(waiting):
+                self.runner.wake(sid)
         return {
             "protocol": 1,
             "implementation": IMPLEMENTATION,
