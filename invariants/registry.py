@@ -506,7 +506,8 @@ _ENTRIES: tuple[Invariant, ...] = (
     Invariant(
         "revert-truncates",
         "A committed revert removes exactly the messages and user/synthetic pending rows at or "
-        "after its boundary's seq, and keeps everything below it and the barrier.",
+        "after its boundary's seq (after it, under revert_boundary = kept), and keeps everything "
+        "below it and the barrier.",
         "spec §4.34; seed (committed revert truncates exactly at the boundary)",
         ("revert",),
         ALWAYS,
@@ -515,8 +516,9 @@ _ENTRIES: tuple[Invariant, ...] = (
     Invariant(
         "prompt-commits-revert",
         "A prompt that succeeds under a staged revert commits it first, in the same step, and "
-        "survives it; a synthetic input never commits a staged revert.",
-        "spec §4.35; adapter protocol (revert rules)",
+        "survives it (under staged_revert_prompt = admits it commits nothing: the revert stays "
+        "staged); a synthetic input never commits a staged revert.",
+        "spec §4.35; adapter protocol (revert rules); OpenCode 1.18.33 (admits)",
         ("revert",),
         ALWAYS,
         "admitting the prompt before committing the revert, which then discards it",

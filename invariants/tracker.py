@@ -293,10 +293,12 @@ class Tracker:
     def owner_for(self, x: str, op: Op) -> Owner | None:
         """The live owner of ``x`` as the request is judged. A prompt that
         arrives under a staged revert is judged as if the revert were
-        committed just before it (protocol), so an ID the revert would
-        discard is free."""
+        committed just before it (protocol; ``staged_revert_prompt =
+        "commits"``), so an ID the revert would discard is free."""
         o = self.owners.get(x)
         if o is None or not isinstance(op, Prompt) or o.session != op.session:
+            return o
+        if self.policy.staged_revert_prompt != "commits":
             return o
         sh = self.sessions.get(op.session)
         if sh is None or sh.staged is None:
@@ -304,11 +306,12 @@ class Tracker:
         boundary = sh.visible.get(sh.staged)
         if boundary is None:
             return o
+        cut = self.policy.revert_cut(boundary.seq)
         m = sh.visible.get(x)
-        if m is not None and m.seq >= boundary.seq:
+        if m is not None and m.seq >= cut:
             return None
         r = sh.pending.get(x)
-        if r is not None and r.type != "compaction" and r.seq >= boundary.seq:
+        if r is not None and r.type != "compaction" and r.seq >= cut:
             return None
         return o
 
@@ -633,7 +636,7 @@ def _revert_committed(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) ->
     boundary = sh.visible.get(to or "")
     if boundary is None:
         return
-    cut = boundary.seq
+    cut = t.policy.revert_cut(boundary.seq)
     kept: dict[str, Msg] = {}
     for k, m in sh.visible.items():
         if m.seq < cut:

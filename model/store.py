@@ -14,7 +14,8 @@ Rules kept here (spec section 2 and invariants 1-6, 9, 32-34):
 - a pending row exists only while its input is pending (G4 ``session_pending``);
   promotion removes it and appends the message in one event.
 - a committed revert drops messages with ``seq >= boundary.seq`` and user and
-  synthetic pending rows with ``admitted_seq >= boundary.seq``; a compaction
+  synthetic pending rows with ``admitted_seq >= boundary.seq`` (``> ``, keeping
+  the boundary, under the policy's ``revert_boundary = "kept"``); a compaction
   barrier stays.
 
 Besides the per-session logs the store keeps ``owners``: which session and
@@ -208,7 +209,7 @@ def _revert_cleared(log: SessionLog, event: Event, policy: Policy) -> Projection
 def _revert_committed(log: SessionLog, event: Event, policy: Policy) -> Projection:
     boundary = log.message(parse_json(event.data)["to"])
     assert boundary is not None, "revert committed to a message that is not visible"
-    cut = boundary.seq
+    cut = policy.revert_cut(boundary.seq)
     transcript = tuple(m for m in log.transcript if m.seq < cut)
     pending = tuple(r for r in log.pending if r.type == "compaction" or r.admitted_seq < cut)
     return pending, transcript, None, log.fork_seq

@@ -105,6 +105,7 @@ class Tracker:
     """An independent fold of the events each request reported."""
 
     live: dict[str, dict[str, Lifecycle]] = field(default_factory=dict)
+    revert_keeps_boundary: bool = False  # g2: a commit cuts after its boundary
 
     def observe(self, events: tuple[Event, ...]) -> None:
         for event in events:
@@ -133,6 +134,7 @@ class Tracker:
                 rows[copy["id"]] = Lifecycle(copy["type"], copy["seq"], copy["seq"])
         elif event.type == "revert_committed":
             cut = self._boundary_seq(event.session, _data(event)["to"])
+            cut += 1 if self.revert_keeps_boundary else 0
             for input_id, row in list(rows.items()):
                 seq = row.admitted_seq if row.visible_seq is None else row.visible_seq
                 if row.type != "compaction" and seq >= cut:
@@ -176,6 +178,7 @@ class Driver:
     @classmethod
     def start(cls, policy: Policy, step_limit: int) -> Driver:
         driver = cls(initial_state(policy, step_limit))
+        driver.tracker.revert_keeps_boundary = policy.revert_boundary == "kept"
         for session in ("s1", "s2"):
             driver.send("create", None, {"session": session})
         return driver
@@ -325,11 +328,12 @@ class Driver:
         message = log.message(receipt.input)
         if row != receipt and (message is None or message.receipt != receipt):
             return None
-        if name == "prompt" and log.revert is not None:
+        policy = self.state.policy
+        if name == "prompt" and log.revert is not None and policy.staged_revert_prompt == "commits":
             boundary = log.message(log.revert)
             assert boundary is not None
             seq = message.seq if message is not None else receipt.admitted_seq
-            if seq >= boundary.seq:
+            if seq >= boundary.seq + (1 if self.tracker.revert_keeps_boundary else 0):
                 return None
         return receipt
 
