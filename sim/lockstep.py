@@ -637,10 +637,12 @@ def run_scenarios_lockstep(
     make_model: Any,
     make_target: Any,
     monitor: Any = True,
+    policy: Any = None,
 ) -> list[LockstepResult]:
     """Run each scenario with a fresh :class:`LockstepTarget` (``make_model(policy,
-    step_limit)``, ``make_target(policy, step_limit)``); a divergence is caught
-    and reported, the scenario's own failures too."""
+    step_limit)``, ``make_target(policy, step_limit)``), under its file's policy
+    or ``policy``; a divergence is caught and reported, the scenario's own
+    failures too."""
     import time
 
     from ..scenarios.runner import run_scenario
@@ -659,7 +661,7 @@ def run_scenarios_lockstep(
 
         name = loaded.scenario.name
         try:
-            result = run_scenario(loaded, target_factory=factory, monitor=monitor)
+            result = run_scenario(loaded, policy, target_factory=factory, monitor=monitor)
         except Divergence as div:
             if holder:
                 holder[0].close()
