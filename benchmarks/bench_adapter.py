@@ -31,7 +31,7 @@ from pathlib import Path
 from inboxsim.model import G4, Answer, Calls, Create, Hello, Log, Op, Pending, Prompt, Resume
 from inboxsim.sim.adapter import AdapterTarget
 from inboxsim.sim.target import ModelTarget, Target
-from inboxsim.sim.view import View
+from inboxsim.trace.view import View
 
 COMMAND = [sys.executable, "-m", "inboxsim.sim.model_adapter"]
 SESSIONS = ("s1", "s2", "s3")

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..model.ops import Fork, Prompt, Synthetic
 from ..model.values import Event
-from ..sim.trace import MessageView, PendingView
+from ..trace.record import MessageView, PendingView
 from . import words
 from .base import Checker
 from .tracker import SessionShadow, StepCtx, parse

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..model.policy import Policy
 from ..model.values import Event
-from ..sim.trace import Step, Trace
+from ..trace.record import Step, Trace
 from .admission import (
     BeforeWakeChecker,
     FreshIdChecker,

@@ -44,7 +44,7 @@ from ..model.ops import (
 )
 from ..model.policy import Policy
 from ..model.values import Call, Crashed, Err, Event, Ok, canonical_json
-from ..sim.trace import MessageView, PendingView, Step
+from ..trace.record import MessageView, PendingView, Step
 
 EXEC_TYPES = frozenset({"execution_started", "promoted", "step_started", "compaction_started"})
 TERMINALS = frozenset({"execution_succeeded", "execution_failed", "execution_interrupted"})

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..sim.trace import MessageView
+from ..trace.record import MessageView
 from . import words
 from .base import Checker
 from .tracker import StepCtx

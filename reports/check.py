@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import HarnessError
-from ..sim.trace import Trace, trace_hash
+from ..trace.record import Trace, trace_hash
 from .traces import StoredRun, stored_runs, traces
 
 MonitorFactory = Callable[[Any, dict[str, Any], bool], Any]

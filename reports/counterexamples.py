@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..sim.trace import Step, step_wire
+from ..trace.record import Step, step_wire
 from .shrink_cache import ShrinkKey
 
 MAX_RUNS = 2_000

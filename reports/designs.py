@@ -43,7 +43,7 @@ from typing import Any
 
 from ..invariants.registry import REGISTRY
 from ..model.policy import PRESETS, Policy
-from ..sim.trace import Step
+from ..trace.record import Step
 from . import verdicts as vd
 from .difference import observable_difference
 from .verdicts import plural
@@ -255,7 +255,7 @@ class PolicyTask:
 def _explore_one(policy: Policy, sessions: int, depth: int, only: str | None) -> dict[str, Any]:
     from ..invariants.monitor import Monitor
     from ..sim import explore as ex
-    from ..sim.trace import step_wire
+    from ..trace.record import step_wire
 
     def factory(p: Policy, hello: dict[str, Any]) -> Any:
         return Monitor(p, hello, invariants=None if only is None else (only,))

@@ -34,7 +34,7 @@ class StoreFacts:
 
 
 def store_facts(con: Any, db: str) -> StoreFacts:
-    from ..sim.probes import REQUIRED
+    from ..trace.probes import REQUIRED
 
     violated: dict[int, set[str]] = {}
     for run_id, invariant in con.execute(

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..model.policy import Policy
-from ..sim.trace import Step, observed_wire, reply_wire, step_wire
+from ..trace.record import Step, observed_wire, reply_wire, step_wire
 
 DIFFERENCE_PARTS = 3
 """Differing values a difference lists (the rest are counted)."""

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..sim.trace import Step
+from ..trace.record import Step
 from .problems import size_words
 from .viewer import Finding, Page, page_html
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import Policy
-from ..sim.encode import StepText, step_text
-from ..sim.probes import ProbeFold
-from ..sim.trace import Trace
+from ..trace.encode import StepText, step_text
+from ..trace.probes import ProbeFold
+from ..trace.record import Trace
 from .store import BatchColumns, Store
 
 # The keys of a step that state an expectation (expect_session only says

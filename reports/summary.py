@@ -55,7 +55,7 @@ class Facts:
 def load_facts(con: Any, db: str, schema_version: int) -> Facts:
     """Read the facts (the I/O edge)."""
     from ..invariants import REGISTRY
-    from ..sim.probes import PROBES
+    from ..trace.probes import PROBES
     from .conformance_view import load_conformance
 
     q = lambda sql: con.execute(sql).fetchall()  # noqa: E731

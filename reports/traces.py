@@ -1,14 +1,9 @@
-"""Traces read back from a store: the reverse of :func:`inboxsim.sim.trace.step_wire`.
+"""Traces read back from a store.
 
 A stored step keeps its request, reply and observations as canonical JSON.
-Parsing them back gives a :class:`~inboxsim.sim.trace.Trace` that the checkers
+Parsing them back (:mod:`inboxsim.trace.decode`) gives a :class:`~inboxsim.trace.record.Trace` that the checkers
 judge exactly as they judged the live run, and whose trace hash is the stored
-one (tests/test_reports_check.py). Two things the wire form leaves out, and why
-that is safe:
-
-- an error reply's message (free text, never compared or judged): read back as "";
-- an open call's global opening order (``Call.opened``, used only by the model
-  to answer oldest first): rebuilt from the order calls first appear.
+one (tests/test_reports_check.py). (what the wire form leaves out, and why that is safe, is said there).
 """
 
 from __future__ import annotations
@@ -18,62 +13,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Call, Crashed, Err, Event, Ok, op_from_wire
-from ..model.values import encode_json
-from ..sim.trace import MessageView, Observed, PendingView, Step, Trace, TraceHeader
-
-
-def reply_from_wire(wire: dict[str, Any] | None) -> Ok | Err | Crashed | None:
-    if wire is None:
-        return None
-    if "unknown" in wire:
-        return Crashed(wire["unknown"])
-    if wire.get("ok"):
-        return Ok(wire["result"])
-    return Err(wire["error"], "")
-
-
-def observed_from_wire(wire: dict[str, Any], opened: dict[str, int]) -> Observed:
-    """``opened`` maps call IDs to their opening order, filled as calls appear."""
-    events = tuple(
-        Event(e["session"], e["seq"], e["type"], e["time"], e.get("input"), encode_json(e["data"]))
-        for e in wire.get("events", ())
-    )
-    pending = tuple(
-        (
-            s,
-            tuple(
-                PendingView(r["input"], r["type"], r.get("delivery"), r["admitted_seq"], r["time"])
-                for r in rows
-            ),
-        )
-        for s, rows in wire.get("pending", {}).items()
-    )
-    transcript = tuple(
-        (
-            s,
-            tuple(
-                MessageView(m["id"], m["type"], m["seq"], m["time"], m.get("copied_from"))
-                for m in msgs
-            ),
-        )
-        for s, msgs in wire.get("transcript", {}).items()
-    )
-    calls = None
-    if "calls" in wire:
-        calls = tuple(
-            Call(
-                c["call"],
-                c["session"],
-                c["kind"],
-                c["step"],
-                c["final"],
-                tuple(c["context"]),
-                opened.setdefault(c["call"], len(opened)),
-            )
-            for c in wire["calls"]
-        )
-    return Observed(events, pending, transcript, calls)
+from ..model import Ok, op_from_wire
+from ..trace.decode import observed_from_wire, reply_from_wire
+from ..trace.record import Step, Trace, TraceHeader
 
 
 def step_from_row(

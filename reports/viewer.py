@@ -34,8 +34,8 @@ from html import escape
 
 from ..model import Crashed
 from ..sim.show import call_text, event_text, message_text, pending_text, reply_text, request_text
-from ..sim.trace import Step
-from ..sim.view import View
+from ..trace.record import Step
+from ..trace.view import View
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +101,7 @@ class StepView:
 
 def step_views(steps: Iterable[Step]) -> list[StepView]:
     """Each step with the views after it (the trace records only changes:
-    fold them, as the harness's own :class:`~inboxsim.sim.view.View` does)."""
+    fold them, as the harness's own :class:`~inboxsim.trace.view.View` does)."""
     view = View()
     out = []
     for step in steps:

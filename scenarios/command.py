@@ -77,7 +77,7 @@ def _run_on_adapter(
 ) -> ScenarioResult:
     from .. import __version__
     from ..sim.protocol import ProtocolError
-    from ..sim.trace import Trace, TraceHeader
+    from ..trace.record import Trace, TraceHeader
 
     try:
         return run_scenario(loaded, policy, target_factory=factory, monitor=monitor)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..model import Ok, Reply
-from ..sim.trace import Observed
+from ..trace.record import Observed
 
 GEN = "gen:"
 COPY = "copy:"

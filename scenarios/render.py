@@ -2,7 +2,7 @@
 minimal counterexample that a person can read and ``inboxsim run`` can rerun.
 
 The renderer folds the steps exactly as the runner does (:class:`.Names`,
-:class:`~inboxsim.sim.view.View`), so that running the file it writes sends the
+:class:`~inboxsim.trace.view.View`), so that running the file it writes sends the
 same requests: a generated input ID becomes ``gen:N``, a fork's copy
 ``copy:<original>``, an answer to an open call ``session = ...`` (a stale
 call ID stays literal), a crash between requests ``kill = true``. ``hello``
@@ -19,8 +19,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..model import Answer, Hello, Policy
-from ..sim.trace import Step
-from ..sim.view import View
+from ..trace.record import Step
+from ..trace.view import View
 from .names import Names
 from .runner import REFERENCE_FIELDS
 

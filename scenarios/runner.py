@@ -3,7 +3,7 @@
 The shell (:func:`run_scenario`, :func:`execute`) sends the scenario's steps to
 a :class:`~inboxsim.sim.target.Target`, restarting it with ``hello`` after every
 crash (a failpoint reached, or a ``kill`` step), records the run as a
-:class:`~inboxsim.sim.trace.Trace` (phase ``safety``, decision ``scenario step
+:class:`~inboxsim.trace.record.Trace` (phase ``safety``, decision ``scenario step
 N``) and feeds every recorded step to the invariant monitor. The core
 (:func:`check_step`) judges one step's expectations from what was observed and
 touches nothing else.
@@ -24,8 +24,8 @@ from typing import Any
 from .. import __version__
 from ..model import OPS, Crashed, Err, Ok, Op, Policy, Reply
 from ..sim.target import ModelTarget, Target, hello_op
-from ..sim.trace import Observed, Step, Trace, TraceHeader, trace_hash
-from ..sim.view import View
+from ..trace.record import Observed, Step, Trace, TraceHeader, trace_hash
+from ..trace.view import View
 from .load import LoadedScenario, resolve_policy
 from .names import Names
 from .schema import CallExpect, Scenario, StepSpec

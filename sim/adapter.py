@@ -59,9 +59,10 @@ from ..errors import HarnessError
 from ..model import Call, Crashed, Err, Event, Fork, Hello, Ok, Op, Reply
 from ..model.ops import FAILPOINTS, Answer, Create
 from ..model.values import canonical_json, parse_json
+from ..trace.decode import call_from_wire, message_from_wire, pending_from_wire
+from ..trace.record import NOTHING, MessageView, Observed, PendingView
 from .adapter_process import AdapterProcess, Eof, Timeout, TooLong, stderr_tail
 from .protocol import PROTOCOL_VERSION, RESPONSE, RESULTS, ProtocolError, describe
-from .trace import NOTHING, MessageView, Observed, PendingView
 
 DEFAULT_TIMEOUT = 10.0
 READ_ONLY = frozenset({"log", "messages", "pending", "calls"})
@@ -414,17 +415,13 @@ class AdapterTarget:
             touched.update(s for s in self._named(op) if s in self._last_seq)
         pending, transcript = [], []
         for sid in sorted(touched):
-            rows = tuple(
-                PendingView(r["input"], r["type"], r["delivery"], r["admitted_seq"], r["time"])
-                for r in self._ask({"op": "pending", "now": self._now, "session": sid})["pending"]
-            )
+            asked = self._ask({"op": "pending", "now": self._now, "session": sid})
+            rows = tuple(pending_from_wire(r) for r in asked["pending"])
             if sid in new or rows != self._pending.get(sid):
                 pending.append((sid, rows))
                 self._pending[sid] = rows
-            msgs = tuple(
-                MessageView(m["id"], m["type"], m["seq"], m["time"], m.get("copied_from"))
-                for m in self._ask({"op": "messages", "now": self._now, "session": sid})["messages"]
-            )
+            asked = self._ask({"op": "messages", "now": self._now, "session": sid})
+            msgs = tuple(message_from_wire(m) for m in asked["messages"])
             if sid in new or msgs != self._transcript.get(sid):
                 transcript.append((sid, msgs))
                 self._transcript[sid] = msgs
@@ -486,17 +483,7 @@ class AdapterTarget:
             if opened is None:
                 self._opened += 1
                 opened = self._opened
-            calls.append(
-                Call(
-                    c["call"],
-                    c["session"],
-                    c["kind"],
-                    c["step"],
-                    c["final"],
-                    tuple(c["context"]),
-                    opened,
-                )
-            )
+            calls.append(call_from_wire(c, opened))
         return tuple(calls)
 
 

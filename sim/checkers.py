@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from ..errors import HarnessError
 from ..model import Policy
-from .trace import Step
+from ..trace.record import Step
 
 
 class ViolationLike(Protocol):

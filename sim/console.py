@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from .probes import PROBES
+from ..trace.probes import PROBES
 from .sweep import SweepReport
 
 

@@ -109,8 +109,8 @@ from ..model import (
 )
 from ..model.state import Run
 from ..model.store import SessionLog
+from ..trace.record import Step
 from .target import hello_op, observe
-from .trace import Step
 
 POOL = 2
 """Fresh input IDs per session (user and synthetic share the pool: one namespace)."""
@@ -1089,7 +1089,7 @@ def violation_wire(v: Any) -> dict[str, Any]:
 
 def result_document(result: ExploreResult, out: str | None) -> dict[str, Any]:
     """The ``explore --json`` document."""
-    from .trace import step_wire
+    from ..trace.record import step_wire
 
     return {
         "policy": result.policy,
@@ -1118,14 +1118,14 @@ def render_counterexample(
 ) -> tuple[str, str]:
     """The shortest counterexample as file text, and its format: a scenario
     TOML file when the renderer is available, else the trace's steps as JSON
-    lines (``sim/trace.py`` ``step_wire``). Like ``shrink``'s, the scenario
+    lines (``trace/record.py`` ``step_wire``). Like ``shrink``'s, the scenario
     is a regression test (``inboxsim run`` fails on it while the bug is
     there); ``expect=True`` writes ``expect_violation`` instead."""
     first = result.violations[0]
     try:
         from ..scenarios.render import write_scenario
     except ImportError:
-        from .trace import canonical, step_wire
+        from ..trace.record import canonical, step_wire
 
         return "".join(canonical(step_wire(s)) + "\n" for s in result.trace), "jsonl"
     text = write_scenario(
@@ -1177,7 +1177,7 @@ def summary_lines(result: ExploreResult, out: str | None) -> list[str]:
 
 
 def _reply_text(step: Step) -> str:
-    from .trace import reply_wire
+    from ..trace.record import reply_wire
 
     if step.kind == "crash":
         return "killed"

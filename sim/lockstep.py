@@ -72,8 +72,9 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..model import Call, Crashed, Err, Hello, Ok, Op, Reply
+from ..trace.decode import call_from_wire, message_from_wire, pending_from_wire
+from ..trace.record import MessageView, Observed, PendingView, observed_wire, reply_wire
 from .target import Target
-from .trace import MessageView, Observed, PendingView, observed_wire, reply_wire
 from .workload import NO_METADATA
 
 VISIBLE = ("user", "synthetic")
@@ -361,31 +362,14 @@ class Side:
                 }
             }
         if name == "pending":
-            rows = [
-                PendingView(r["input"], r["type"], r.get("delivery"), r["admitted_seq"], r["time"])
-                for r in result.get("pending", ())
-            ]
+            rows = [pending_from_wire(r) for r in result.get("pending", ())]
             return {"pending": self.norm_pending(rows)}
         if name == "messages":
             sid = getattr(op, "session", "")
-            msgs = [
-                MessageView(m["id"], m["type"], m["seq"], m["time"], m.get("copied_from"))
-                for m in result.get("messages", ())
-            ]
+            msgs = [message_from_wire(m) for m in result.get("messages", ())]
             return {"messages": self.norm_transcript(sid, msgs)}
         if name == "calls":
-            calls = [
-                Call(
-                    c["call"],
-                    c["session"],
-                    c["kind"],
-                    c["step"],
-                    c["final"],
-                    tuple(c["context"]),
-                    0,
-                )
-                for c in result.get("calls", ())
-            ]
+            calls = [call_from_wire(c, 0) for c in result.get("calls", ())]
             return {"calls": self.norm_calls(calls, final)}
         return {"ok": result}
 

@@ -225,7 +225,7 @@ def with_model_expectations(text: str, key: str, where: str, policy: Policy) -> 
     from ..scenarios.names import COPY, GEN, Names
     from ..scenarios.render import _key, _value
     from ..scenarios.runner import run_scenario
-    from .view import View
+    from ..trace.view import View
 
     part = key.split(":")[2]
     loaded = load_text(text, "<repro>")

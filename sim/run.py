@@ -32,15 +32,15 @@ from typing import Any
 from .. import __version__
 from ..errors import HarnessError
 from ..model import Answer, Crashed, Ok, Op, Policy, Prompt, Resume
+from ..trace.encode import StepText, step_text, trace_hash_of
+from ..trace.probes import ProbeFold
+from ..trace.record import Observed, Phase, Step, StepKind, Trace, TraceHeader
+from ..trace.view import View
 from . import checkers
 from .checkers import MonitorFactory, ViolationFactory
-from .encode import StepText, step_text, trace_hash_of
-from .probes import ProbeFold
 from .rng import Chooser, RandomLike, driven_by, replayer, seeded
 from .swarm import Swarm, draw_swarm
 from .target import ModelTarget, Target, hello_op
-from .trace import Observed, Phase, Step, StepKind, Trace, TraceHeader
-from .view import View
 from .workload import Workload
 
 LIVENESS_TOOL_RATE = 0.1

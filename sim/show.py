@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..model import Call, Crashed, Err, Event, Ok
+from ..trace.record import MessageView, PendingView, Step
 from .run import RunResult
-from .trace import MessageView, PendingView, Step
 
 
 def _compact(value: Any) -> str:
@@ -115,7 +115,7 @@ def trace_lines(result: RunResult) -> Iterator[str]:
 
 def result_document(result: RunResult) -> dict[str, Any]:
     """The ``replay --json`` document."""
-    from .trace import step_wire
+    from ..trace.record import step_wire
 
     return {
         "command": "replay",

@@ -56,10 +56,10 @@ from ..model import (
     Synthetic,
     load_policy,
 )
+from ..trace.record import Step, StepKind
+from ..trace.view import View
 from .lockstep import Divergence
 from .target import ModelTarget, Target, hello_op
-from .trace import Step, StepKind
-from .view import View
 
 SESSIONS = ("s1", "s2")
 CHILDREN = ("f1", "f2")

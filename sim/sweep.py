@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Policy, features
+from ..trace.probes import BY_NAME, NAMES, PROBES, REQUIRED
 from .executor import lost_work, open_executor, worker_identity
-from .probes import BY_NAME, NAMES, PROBES, REQUIRED
 from .run import RunOptions, run_seed
 
 

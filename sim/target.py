@@ -3,7 +3,7 @@ adapter process behind the same interface later (``docs/protocol.md``).
 
 A target takes one request at a time (optionally asked to crash at a
 failpoint) and returns the reply and what changed, as an
-:class:`~inboxsim.sim.trace.Observed`. ``kill`` is a crash between requests.
+:class:`~inboxsim.trace.record.Observed`. ``kill`` is a crash between requests.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from ..model import Call, Hello, Op, Policy, Reply, State, apply, initial_state
 from ..model.store import SessionLog
-from .trace import MessageView, Observed, PendingView
+from ..trace.record import MessageView, Observed, PendingView
 
 
 class Target(Protocol):

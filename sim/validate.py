@@ -49,7 +49,7 @@ from ..errors import HarnessError
 from ..model import Event, Ok, Policy, load_policy
 from ..model.ops import Hello, Log
 from ..model.values import canonical_json
-from .trace import Observed, Step
+from ..trace.record import Observed, Step
 
 EVENT_ONLY = (
     "seq-contiguous",

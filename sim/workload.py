@@ -40,9 +40,9 @@ from ..model import (
     RevertStage,
     Synthetic,
 )
+from ..trace.view import View
 from .rng import Chooser
 from .swarm import FAMILIES, FINISH, Swarm
-from .view import View
 
 TEXTS = ("a", "b", "c")
 METADATA: tuple[dict[str, int | float], ...] = (

@@ -44,7 +44,7 @@ from inboxsim.model import (
 )
 from inboxsim.model.ops import FAILPOINTS
 from inboxsim.sim.target import ModelTarget
-from inboxsim.sim.trace import NOTHING, Observed, Step, Trace, TraceHeader
+from inboxsim.trace.record import NOTHING, Observed, Step, Trace, TraceHeader
 
 SESSIONS = ("s1", "s2", "s3")
 INPUT_POOL = ("m1", "m2", "m3", "m4", "m5", "m6")

@@ -28,7 +28,7 @@ from inboxsim.model import (
     Synthetic,
 )
 from inboxsim.model.values import Call, canonical_json
-from inboxsim.sim.trace import MessageView, Observed, PendingView, Step, Trace
+from inboxsim.trace.record import MessageView, Observed, PendingView, Step, Trace
 
 from .invariant_driver import run_script
 
@@ -183,7 +183,7 @@ def show(trace: Trace) -> str:
     """A readable dump, for writing scenarios."""
     import json
 
-    from inboxsim.sim.trace import step_wire
+    from inboxsim.trace.record import step_wire
 
     return "\n".join(json.dumps(step_wire(s)) for s in trace.steps)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inboxsim.model import Policy
-from inboxsim.sim.trace import Step
+from inboxsim.trace.record import Step
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,8 +41,8 @@ from inboxsim.model import (
 )
 from inboxsim.sim.adapter import AdapterTarget
 from inboxsim.sim.target import ModelTarget, Target
-from inboxsim.sim.trace import observed_wire, reply_wire
-from inboxsim.sim.view import View
+from inboxsim.trace.record import observed_wire, reply_wire
+from inboxsim.trace.view import View
 
 STEP_LIMIT = 3
 GENERATED = re.compile(r"^(in|cmp|copy|call)-\d+$")  # the model's generated IDs

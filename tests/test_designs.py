@@ -19,8 +19,8 @@ from inboxsim.reports.difference import observable_difference
 from inboxsim.scenarios.load import load_text
 from inboxsim.scenarios.runner import run_scenario
 from inboxsim.sim.run import RunOptions, run_seed
-from inboxsim.sim.trace import Step, step_wire
 from inboxsim.tests.reports_helpers import Monitor as Quiet
+from inboxsim.trace.record import Step, step_wire
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ import pytest
 from inboxsim import cli
 from inboxsim.model import PRESETS, Answer, Compact, Interrupt, Policy, Prompt, State
 from inboxsim.sim import explore as ex
-from inboxsim.sim.trace import Step
+from inboxsim.trace.record import Step
 
 # --- a stub monitor: two invariants, judged from observations only -------------
 

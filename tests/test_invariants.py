@@ -17,7 +17,7 @@ import pytest
 from inboxsim.invariants import REGISTRY, Monitor, Violation, check_trace
 from inboxsim.model import G4, PRESETS
 from inboxsim.model.values import Call
-from inboxsim.sim.trace import Trace
+from inboxsim.trace.record import Trace
 
 from .invariant_traces import (
     Ops,

@@ -22,7 +22,7 @@ import pytest
 
 from inboxsim.invariants import Monitor, check_trace
 from inboxsim.model import G4, PRESETS, Policy
-from inboxsim.sim.trace import Trace
+from inboxsim.trace.record import Trace
 
 from .invariant_traces import Ops, edit, err, ev, events, mv, ok, play, receipt, view
 

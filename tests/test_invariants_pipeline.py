@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from inboxsim.invariants import REGISTRY, Monitor, Violation, check_trace, expected
 from inboxsim.model import G4, PRESETS, Ok, Policy
-from inboxsim.sim.trace import Step
+from inboxsim.trace.record import Step
 
 from .invariant_driver import random_run
 

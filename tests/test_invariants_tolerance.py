@@ -15,7 +15,7 @@ from typing import Any
 from inboxsim.invariants import Monitor, check_trace
 from inboxsim.model import G4, CrashOp, Fork, Ok
 from inboxsim.model.values import Event
-from inboxsim.sim.trace import Step, Trace
+from inboxsim.trace.record import Step, Trace
 
 from .invariant_driver import random_run
 from .invariant_traces import Ops, play

@@ -25,7 +25,7 @@ from inboxsim.sim.lockstep import (
 from inboxsim.sim.mutants import mutant_command
 from inboxsim.sim.run import RunOptions, RunResult, run_seed
 from inboxsim.sim.target import ModelTarget
-from inboxsim.sim.trace import Observed
+from inboxsim.trace.record import Observed
 
 MODEL_ADAPTER = [sys.executable, "-m", "inboxsim.sim.model_adapter"]
 

@@ -19,7 +19,7 @@ from inboxsim.sim.conformance import ConformanceReport, Item, store_results
 from inboxsim.sim.lockstep import LockstepTarget, NotTestable
 from inboxsim.sim.run import RunOptions, run_seed
 from inboxsim.sim.target import ModelTarget
-from inboxsim.sim.trace import Observed
+from inboxsim.trace.record import Observed
 
 OPENCODE_FEATURES = ["interrupt", "revert", "no_metadata"]
 NEEDS_A_FEATURE = ("synthetic", "compact", "fork", "resume", "crash")

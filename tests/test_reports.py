@@ -18,7 +18,7 @@ from inboxsim.reports.store import Store, open_store, write_results
 from inboxsim.reports.summary import upper_bounds
 from inboxsim.reports.traces import stored_runs, traces
 from inboxsim.sim.run import RunOptions, run_seed
-from inboxsim.sim.trace import canonical, step_wire, trace_hash
+from inboxsim.trace.record import canonical, step_wire, trace_hash
 
 OPTIONS = RunOptions(ops=60)
 STUB = "inboxsim.tests.sim_helpers"  # judges only its own "visible_time.monotonic"

@@ -15,7 +15,7 @@ from inboxsim.model import PRESETS
 from inboxsim.scenarios.load import LoadedScenario, library_paths, load_scenario, load_text
 from inboxsim.scenarios.render import write_scenario
 from inboxsim.scenarios.runner import default_monitor, run_scenario
-from inboxsim.sim.trace import step_wire
+from inboxsim.trace.record import step_wire
 
 LIBRARY = library_paths()
 IDS = [p.stem for p in LIBRARY]

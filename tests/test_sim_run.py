@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from inboxsim.model import G4, PRESETS, Synthetic
-from inboxsim.sim.encode import step_text, trace_hash_of
 from inboxsim.sim.run import RunOptions, RunResult, run_decisions, run_seed
-from inboxsim.sim.trace import canonical, step_wire, trace_hash
 from inboxsim.tests.sim_helpers import StubMonitor, StubViolation, checkers
+from inboxsim.trace.encode import step_text, trace_hash_of
+from inboxsim.trace.record import canonical, step_wire, trace_hash
 
 OPTIONS = RunOptions(ops=100)
 

@@ -10,10 +10,10 @@ import pytest
 from inboxsim.errors import HarnessError
 from inboxsim.model import PRESETS
 from inboxsim.reports.store import SCHEMA_VERSION, Store
-from inboxsim.sim.probes import PROBES, REQUIRED
 from inboxsim.sim.run import RunOptions
 from inboxsim.sim.sweep import SweepPlan, SweepReport, resume_line, sweep
 from inboxsim.tests.sim_helpers import checkers_module
+from inboxsim.trace.probes import PROBES, REQUIRED
 
 
 def _plan(

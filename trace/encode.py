@@ -5,8 +5,8 @@ the trace hash covers the canonical text of each whole step. Both come from
 the same three strings per step: the whole step's canonical text is assembled
 from them (its keys are few and fixed, so their sorted order is written out
 here), which avoids encoding everything twice. ``tests/test_sim_run.py``
-checks that both equal what :mod:`inboxsim.sim.trace` computes generically
-(``canonical(step_wire(step))`` and :func:`~inboxsim.sim.trace.trace_hash`).
+checks that both equal what :mod:`inboxsim.trace.record` computes generically
+(``canonical(step_wire(step))`` and :func:`~inboxsim.trace.record.trace_hash`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-
 from typing import Any
 
 from ..model import Call, Event, Op
-from .trace import MessageView, Observed, PendingView, Step, TraceHeader, reply_wire
+from .record import MessageView, Observed, PendingView, Step, TraceHeader, reply_wire
 
 # One encoder, built once, with trace.canonical's settings: json.dumps with
 # keyword arguments builds a new encoder object on every call, and even a kept
@@ -157,7 +157,7 @@ def header_text(header: TraceHeader) -> str:
 
 
 def trace_hash_of(header: TraceHeader, steps: Iterable[Step], texts: Iterable[StepText]) -> str:
-    """The trace hash (as :func:`~inboxsim.sim.trace.trace_hash`) from step texts."""
+    """The trace hash (as :func:`~inboxsim.trace.record.trace_hash`) from step texts."""
     digest = hashlib.sha256(header_text(header).encode())
     for step, text in zip(steps, texts, strict=True):
         digest.update(b"\n")

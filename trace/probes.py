@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from ..model import Answer, Compact, Crashed, Fork, Interrupt, Ok, Prompt, Synthetic
-from .trace import Step
+from .record import Step
 from .view import View
 
 

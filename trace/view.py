@@ -3,7 +3,7 @@
 The workload chooses its next operation from this view only, never from the
 target's insides, so the same workload drives the model in process and an
 adapter process alike. It is rebuilt step by step from each step's
-:class:`~inboxsim.sim.trace.Observed` (which records changes only).
+:class:`~inboxsim.trace.record.Observed` (which records changes only).
 
 Iteration order matters for determinism: sessions are kept in the order they
 were first seen (a list, and dicts that are only ever filled in trace order),
@@ -13,7 +13,7 @@ never in a set's hash order.
 from __future__ import annotations
 
 from ..model import Call
-from .trace import MessageView, Observed, PendingView
+from .record import MessageView, Observed, PendingView
 
 
 class View:
