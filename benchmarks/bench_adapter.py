@@ -29,11 +29,11 @@ import time
 from pathlib import Path
 
 from inboxsim.model import G4, Answer, Calls, Create, Hello, Log, Op, Pending, Prompt, Resume
-from inboxsim.sim.adapter import AdapterTarget
-from inboxsim.sim.target import ModelTarget, Target
+from inboxsim.targets.adapter import AdapterTarget
+from inboxsim.targets.target import ModelTarget, Target
 from inboxsim.trace.view import View
 
-COMMAND = [sys.executable, "-m", "inboxsim.sim.model_adapter"]
+COMMAND = [sys.executable, "-m", "inboxsim.targets.model_adapter"]
 SESSIONS = ("s1", "s2", "s3")
 STEP_LIMIT = 4
 

@@ -3,7 +3,7 @@ against the model adapter, and the cost of a crash and restart, each printed
 against the alternative:
 
 - "lean start" is the model adapter as it is (no pydantic, no
-  importlib.metadata, no tomllib at start: sim/request_check.py);
+  importlib.metadata, no tomllib at start: targets/request_check.py);
 - "heavy start" is the same adapter with the imports its start used to pay
   forced first (pydantic, the protocol's validators, importlib.metadata,
   tomllib), i.e. the adapter before the start-up work;
@@ -24,18 +24,18 @@ import time
 from pathlib import Path
 
 from inboxsim.model import G4, Create, Prompt
-from inboxsim.sim.adapter import AdapterTarget
 from inboxsim.sim.conformance import _seed_outcomes
 from inboxsim.sim.lockstep import LockstepTarget
-from inboxsim.sim.target import ModelTarget, hello_op
+from inboxsim.targets.adapter import AdapterTarget
+from inboxsim.targets.target import ModelTarget, hello_op
 
-LEAN = [sys.executable, "-m", "inboxsim.sim.model_adapter", "--no-fsync"]
+LEAN = [sys.executable, "-m", "inboxsim.targets.model_adapter", "--no-fsync"]
 HEAVY = [
     sys.executable,
     "-c",
-    "import importlib.metadata, tomllib, pydantic, inboxsim.sim.protocol, runpy, sys; "
+    "import importlib.metadata, tomllib, pydantic, inboxsim.targets.protocol, runpy, sys; "
     "sys.argv = ['model_adapter', '--no-fsync']; "
-    "runpy.run_module('inboxsim.sim.model_adapter', run_name='__main__')",
+    "runpy.run_module('inboxsim.targets.model_adapter', run_name='__main__')",
 ]
 
 

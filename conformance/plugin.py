@@ -67,7 +67,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.fixture(scope="session")
 def inboxsim_config(request: pytest.FixtureRequest) -> InboxsimConfig:
-    from inboxsim.sim.adapter import split_command
+    from inboxsim.targets.adapter import split_command
 
     opt: Any = request.config.getoption
     command = opt("--inboxsim-adapter")

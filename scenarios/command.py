@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import ExitCode, HarnessError
 from ..model import Policy
-from ..sim.target import Target
+from ..targets.target import Target
 from .load import LoadedScenario, library_paths, load_scenario, resolve_policy
 from .runner import Failure, ScenarioResult, TargetFactory, default_monitor, run_scenario
 
@@ -30,7 +30,7 @@ def gather(files: Sequence[str], library: bool) -> list[LoadedScenario]:
 def adapter_factory(command: str, timeout: float, workdir: Path) -> TargetFactory:
     """Targets that start ``command`` (an adapter-protocol program) in a fresh
     data folder per scenario, under ``workdir``."""
-    from ..sim.adapter import AdapterTarget, check_startable, split_command
+    from ..targets.adapter import AdapterTarget, check_startable, split_command
 
     argv = split_command(command)
     check_startable(argv)
@@ -53,7 +53,7 @@ def run_all(
     """Run each scenario (``policy`` overrides every file's) against the model,
     or the targets ``target_factory`` builds; returns the results and whether
     the invariant checkers judged them. An adapter's protocol error ends that
-    scenario as a failure naming the request (sim.protocol.ProtocolError)."""
+    scenario as a failure naming the request (targets.protocol.ProtocolError)."""
     override: Policy | None = resolve_policy(policy) if policy is not None else None
     monitor = default_monitor()
     if monitor is None and progress:
@@ -76,7 +76,7 @@ def _run_on_adapter(
     loaded: LoadedScenario, policy: Policy | None, monitor: Any, factory: TargetFactory
 ) -> ScenarioResult:
     from .. import __version__
-    from ..sim.protocol import ProtocolError
+    from ..targets.protocol import ProtocolError
     from ..trace.record import Trace, TraceHeader
 
     try:

@@ -1,7 +1,7 @@
 """Running a scenario against a target: a pure judging core and a thin shell.
 
 The shell (:func:`run_scenario`, :func:`execute`) sends the scenario's steps to
-a :class:`~inboxsim.sim.target.Target`, restarting it with ``hello`` after every
+a :class:`~inboxsim.targets.target.Target`, restarting it with ``hello`` after every
 crash (a failpoint reached, or a ``kill`` step), records the run as a
 :class:`~inboxsim.trace.record.Trace` (phase ``safety``, decision ``scenario step
 N``) and feeds every recorded step to the invariant monitor. The core
@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import __version__
 from ..model import OPS, Crashed, Err, Ok, Op, Policy, Reply
-from ..sim.target import ModelTarget, Target, hello_op
+from ..targets.target import ModelTarget, Target, hello_op
 from ..trace.record import Observed, Step, Trace, TraceHeader, trace_hash
 from ..trace.view import View
 from .load import LoadedScenario, resolve_policy

@@ -39,10 +39,10 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..model import Crashed, Policy
-from .adapter import DEFAULT_TIMEOUT, AdapterTarget, check_startable, split_command
+from ..targets.adapter import DEFAULT_TIMEOUT, AdapterTarget, check_startable, split_command
+from ..targets.protocol import ProtocolError
+from ..targets.target import ModelTarget
 from .lockstep import Divergence, LockstepTarget, NotTestable
-from .protocol import ProtocolError
-from .target import ModelTarget
 
 VERDICTS = ("held", "violated", "diverged", "protocol error", "not testable", "not exercised")
 FAILING = frozenset({"violated", "diverged", "protocol error"})
@@ -235,7 +235,7 @@ def target_command(
     if target == "model-adapter":
         name = policy or "g4"
         return (
-            [sys.executable, "-m", "inboxsim.sim.model_adapter", "--policy", name],
+            [sys.executable, "-m", "inboxsim.targets.model_adapter", "--policy", name],
             name,
             timeout,
             "model-adapter",

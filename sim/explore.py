@@ -109,8 +109,8 @@ from ..model import (
 )
 from ..model.state import Run
 from ..model.store import SessionLog
+from ..targets.target import hello_op, observe
 from ..trace.record import Step
-from .target import hello_op, observe
 
 POOL = 2
 """Fresh input IDs per session (user and synthetic share the pool: one namespace)."""

@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from ..model import G4, Policy
-from .adapter import AdapterTarget
+from ..targets.adapter import AdapterTarget
+from ..targets.protocol import ProtocolError
+from ..targets.target import ModelTarget
 from .lockstep import Divergence, LockstepTarget
-from .protocol import ProtocolError
-from .target import ModelTarget
 
 ADAPTER = Path(__file__).resolve().parent.parent / "impls" / "sqlite_inbox" / "adapter.py"
 

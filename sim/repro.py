@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import Crashed, Err, Ok, Policy
-from .adapter import DEFAULT_TIMEOUT, AdapterTarget, split_command
+from ..targets.adapter import DEFAULT_TIMEOUT, AdapterTarget, split_command
 from .shrink import (
     ThroughShrink,
     _delete_pass,
@@ -122,8 +122,8 @@ class LockstepFactory:
         self.counter = 0
 
     def __call__(self, policy: Policy, step_limit: int) -> Any:
+        from ..targets.target import ModelTarget
         from .lockstep import LockstepTarget
-        from .target import ModelTarget
 
         self.counter += 1
         folder = self.base / f"lockstep-{self.counter}"
@@ -163,8 +163,8 @@ def scenario_key(
     error or a skipped feature is ``other:...`` so that it never counts as
     the same failure. A divergence is also appended to ``found``."""
     from ..scenarios.runner import run_scenario
+    from ..targets.protocol import ProtocolError
     from .lockstep import Divergence
-    from .protocol import ProtocolError
 
     try:
         result = run_scenario(loaded, policy, target_factory=factory, monitor=_monitor())
@@ -192,7 +192,7 @@ def _checks(
     :meth:`~.lockstep.Divergence.to_dict`) of a repro text."""
     from ..scenarios.load import load_text
     from ..scenarios.runner import run_scenario
-    from .protocol import ProtocolError
+    from ..targets.protocol import ProtocolError
 
     loaded = load_text(text, "<repro>")
     found: list[Any] = []

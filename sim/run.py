@@ -32,6 +32,7 @@ from typing import Any
 from .. import __version__
 from ..errors import HarnessError
 from ..model import Answer, Crashed, Ok, Op, Policy, Prompt, Resume
+from ..targets.target import ModelTarget, Target, hello_op
 from ..trace.encode import StepText, step_text, trace_hash_of
 from ..trace.probes import ProbeFold
 from ..trace.record import Observed, Phase, Step, StepKind, Trace, TraceHeader
@@ -40,7 +41,6 @@ from . import checkers
 from .checkers import MonitorFactory, ViolationFactory
 from .rng import Chooser, RandomLike, driven_by, replayer, seeded
 from .swarm import Swarm, draw_swarm
-from .target import ModelTarget, Target, hello_op
 from .workload import Workload
 
 LIVENESS_TOOL_RATE = 0.1

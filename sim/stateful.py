@@ -4,7 +4,7 @@
 whose rules are protocol operations -- steer and queue prompts, synthetic
 input, answers (stop, tool, error), compaction, interrupts, resume, forks,
 reverts (stage, commit, clear), kills, failpoint crashes and exact retries --
-sent to a :class:`~inboxsim.sim.target.Target` (the reference model by
+sent to a :class:`~inboxsim.targets.target.Target` (the reference model by
 default), with the invariant :class:`~inboxsim.invariants.Monitor` judging
 every step. Driving a :class:`~inboxsim.sim.lockstep.LockstepTarget` makes it
 a lockstep conformance test too: the first difference from the model raises
@@ -56,10 +56,10 @@ from ..model import (
     Synthetic,
     load_policy,
 )
+from ..targets.target import ModelTarget, Target, hello_op
 from ..trace.record import Step, StepKind
 from ..trace.view import View
 from .lockstep import Divergence
-from .target import ModelTarget, Target, hello_op
 
 SESSIONS = ("s1", "s2")
 CHILDREN = ("f1", "f2")
@@ -80,7 +80,7 @@ class InboxMachine(RuleBasedStateMachine):
 
     Adapt it: subclass with another ``POLICY`` (a preset or a Policy), or
     override :meth:`target` to drive your own
-    :class:`~inboxsim.sim.target.Target` (a ``LockstepTarget`` around an
+    :class:`~inboxsim.targets.target.Target` (a ``LockstepTarget`` around an
     ``AdapterTarget`` tests an implementation against the model).
     """
 

@@ -43,7 +43,7 @@ from inboxsim.model import (
     Synthetic,
 )
 from inboxsim.model.ops import FAILPOINTS
-from inboxsim.sim.target import ModelTarget
+from inboxsim.targets.target import ModelTarget
 from inboxsim.trace.record import NOTHING, Observed, Step, Trace, TraceHeader
 
 SESSIONS = ("s1", "s2", "s3")

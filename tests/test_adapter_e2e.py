@@ -2,7 +2,7 @@
 
 The same scripted requests (retries, a conflict, failpoint crashes, a kill and
 restart, forks, reverts, stale answers) go to ``ModelTarget`` and, through
-``AdapterTarget``, to ``python -m inboxsim.sim.model_adapter``; replies and
+``AdapterTarget``, to ``python -m inboxsim.targets.model_adapter``; replies and
 observations must be equal step for step once the IDs the implementation
 generated are mapped by order of appearance (``docs/cli.md``,
 lockstep). Both sides are the model, so anything else is a harness bug: in
@@ -39,8 +39,8 @@ from inboxsim.model import (
     RevertStage,
     Synthetic,
 )
-from inboxsim.sim.adapter import AdapterTarget
-from inboxsim.sim.target import ModelTarget, Target
+from inboxsim.targets.adapter import AdapterTarget
+from inboxsim.targets.target import ModelTarget, Target
 from inboxsim.trace.record import observed_wire, reply_wire
 from inboxsim.trace.view import View
 
@@ -51,7 +51,7 @@ Step = tuple[Op, str | None] | Callable[[View], tuple[Op, str | None]] | str
 
 
 def model_adapter(tmp_path: Path, policy: str = "g4") -> AdapterTarget:
-    command = [sys.executable, "-m", "inboxsim.sim.model_adapter", "--policy", policy]
+    command = [sys.executable, "-m", "inboxsim.targets.model_adapter", "--policy", policy]
     return AdapterTarget(command, tmp_path / "data", STEP_LIMIT, timeout=20.0)
 
 

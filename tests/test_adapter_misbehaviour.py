@@ -17,8 +17,8 @@ import pytest
 
 from inboxsim.errors import ExitCode, HarnessError
 from inboxsim.model import Create, Hello, Prompt
-from inboxsim.sim.adapter import AdapterTarget, quote, split_command
-from inboxsim.sim.protocol import ProtocolError
+from inboxsim.targets.adapter import AdapterTarget, quote, split_command
+from inboxsim.targets.protocol import ProtocolError
 
 FAKES = Path(__file__).parent / "adapters"
 TIMEOUT = 1.0

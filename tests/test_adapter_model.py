@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from inboxsim.model import Create, Hello, Prompt
-from inboxsim.sim.adapter import AdapterTarget
-from inboxsim.sim.model_adapter import CRASH_EXIT, JOURNAL
+from inboxsim.targets.adapter import AdapterTarget
+from inboxsim.targets.model_adapter import CRASH_EXIT, JOURNAL
 
-COMMAND = [sys.executable, "-m", "inboxsim.sim.model_adapter"]
+COMMAND = [sys.executable, "-m", "inboxsim.targets.model_adapter"]
 
 
 def converse(

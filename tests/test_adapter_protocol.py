@@ -29,8 +29,8 @@ from inboxsim.model import (
     Synthetic,
 )
 from inboxsim.model.ops import OPS
-from inboxsim.sim import protocol
-from inboxsim.sim.protocol import REQUEST, RESPONSE, RESULTS, SCHEMA_PATH, describe, schema_text
+from inboxsim.targets import protocol
+from inboxsim.targets.protocol import REQUEST, RESPONSE, RESULTS, SCHEMA_PATH, describe, schema_text
 
 EVERY_OP = [
     Hello(0, step_limit=3),
@@ -79,7 +79,7 @@ EVERY_OP = [
 
 def test_the_kept_schema_is_the_generated_one() -> None:
     assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), (
-        "sim/schema/protocol-v1.json is stale: run python -m inboxsim.sim.protocol --write"
+        "targets/schema/protocol-v1.json is stale: run python -m inboxsim.targets.protocol --write"
     )
     assert protocol.main(["--check"]) == 0
 

@@ -16,7 +16,7 @@ from inboxsim.sim.conformance import conformance, store_results, target_command
 from inboxsim.sim.mutants import mutant_command
 
 SCENARIOS = ["seed-retry", "metadata-retry-identity", "queue-fifo"]
-MODEL_ADAPTER = f"{sys.executable} -m inboxsim.sim.model_adapter"
+MODEL_ADAPTER = f"{sys.executable} -m inboxsim.targets.model_adapter"
 
 
 def test_api_model_adapter_holds(tmp_path: Path) -> None:
@@ -231,7 +231,7 @@ def test_plugin_from_an_installed_copy_collects_and_passes(
     from inboxsim.model import G4
     from inboxsim.scenarios.load import load_library
 
-    adapter = "python -m inboxsim.sim.model_adapter --no-fsync"
+    adapter = "python -m inboxsim.targets.model_adapter --no-fsync"
     listed = _pytest_outside(installed, tmp_path, adapter, "--collect-only", "-q", "--rootdir=/")
     assert listed.returncode == 0, listed.stdout + listed.stderr
     ids = [line for line in listed.stdout.splitlines() if "::" in line]

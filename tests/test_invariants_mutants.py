@@ -32,7 +32,7 @@ from inboxsim.model import (
 )
 from inboxsim.model.state import State, Tx
 from inboxsim.model.values import Err, Message, canonical_json, parse_json
-from inboxsim.sim import target as target_mod
+from inboxsim.targets import target as target_mod
 from inboxsim.trace.record import MessageView
 
 from .invariant_driver import random_run

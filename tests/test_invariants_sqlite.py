@@ -12,8 +12,8 @@ import pytest
 from inboxsim.model import Policy
 from inboxsim.scenarios.load import load_library
 from inboxsim.scenarios.runner import run_scenario
-from inboxsim.sim.adapter import AdapterTarget
 from inboxsim.sim.mutants import mutant_command
+from inboxsim.targets.adapter import AdapterTarget
 
 # (mutant, library scenario, exactly the invariants its trace breaks). What a
 # kill step shows is the restart's: the dead execution and call do not make

@@ -14,7 +14,6 @@ import pytest
 
 from inboxsim.model import G4, Create, Fork, Hello, Ok, Op, Prompt, Reply, Resume
 from inboxsim.scenarios.load import load_library
-from inboxsim.sim.adapter import AdapterTarget
 from inboxsim.sim.lockstep import (
     Divergence,
     LockstepTarget,
@@ -24,10 +23,11 @@ from inboxsim.sim.lockstep import (
 )
 from inboxsim.sim.mutants import mutant_command
 from inboxsim.sim.run import RunOptions, RunResult, run_seed
-from inboxsim.sim.target import ModelTarget
+from inboxsim.targets.adapter import AdapterTarget
+from inboxsim.targets.target import ModelTarget
 from inboxsim.trace.record import Observed
 
-MODEL_ADAPTER = [sys.executable, "-m", "inboxsim.sim.model_adapter"]
+MODEL_ADAPTER = [sys.executable, "-m", "inboxsim.targets.model_adapter"]
 
 
 def adapter_factory(tmp_path: Path, command: list[str], with_policy: bool = False) -> Any:

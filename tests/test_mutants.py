@@ -25,7 +25,7 @@ from inboxsim.sim.mutants import (
     seeded_detection,
     summary_line,
 )
-from inboxsim.sim.target import ModelTarget
+from inboxsim.targets.target import ModelTarget
 
 IMPL = ADAPTER.parent
 

@@ -45,11 +45,11 @@ from inboxsim.model import (
     Op,
     Prompt,
 )
-from inboxsim.sim.adapter import AdapterTarget
 from inboxsim.sim.conformance import conformance
 from inboxsim.sim.opencode_db import validate_db
-from inboxsim.sim.protocol import ProtocolError
-from inboxsim.sim.target import ModelTarget
+from inboxsim.targets.adapter import AdapterTarget
+from inboxsim.targets.protocol import ProtocolError
+from inboxsim.targets.target import ModelTarget
 
 STEP_LIMIT = 3
 

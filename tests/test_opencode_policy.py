@@ -18,7 +18,7 @@ from inboxsim.model.apply import initial_state
 from inboxsim.sim.conformance import ConformanceReport, Item, store_results
 from inboxsim.sim.lockstep import LockstepTarget, NotTestable
 from inboxsim.sim.run import RunOptions, run_seed
-from inboxsim.sim.target import ModelTarget
+from inboxsim.targets.target import ModelTarget
 from inboxsim.trace.record import Observed
 
 OPENCODE_FEATURES = ["interrupt", "revert", "no_metadata"]

@@ -20,7 +20,7 @@ from inboxsim.sim.repro import with_model_expectations
 from inboxsim.sim.shrink import failure_key
 
 MUTANT = "interrupt-clears-inbox"
-MODEL_ADAPTER = f"{sys.executable} -m inboxsim.sim.model_adapter --no-fsync"
+MODEL_ADAPTER = f"{sys.executable} -m inboxsim.targets.model_adapter --no-fsync"
 SEED = 1  # diverges against MUTANT at an interrupt, 25 steps in (ops 40)
 
 

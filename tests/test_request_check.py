@@ -1,4 +1,4 @@
-"""The model adapter's quick request check (sim/request_check.py): never more
+"""The model adapter's quick request check (targets/request_check.py): never more
 lenient than the protocol's pydantic validation, and it spares the adapter
 process the pydantic import on the requests a harness sends."""
 
@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from inboxsim.model import G4
-from inboxsim.sim.protocol import REQUEST
-from inboxsim.sim.request_check import valid
 from inboxsim.sim.run import RunOptions, run_seed
+from inboxsim.targets.protocol import REQUEST
+from inboxsim.targets.request_check import valid
 
 
 def _harness_requests() -> list[dict[str, Any]]:
@@ -112,7 +112,7 @@ def test_model_adapter_serves_without_importing_pydantic(tmp_path: Path) -> None
     # the real process path: python -m ... reading stdin
     code = (
         "import runpy, sys; sys.argv = ['x', '--no-fsync'];\n"
-        "try:\n runpy.run_module('inboxsim.sim.model_adapter', run_name='__main__')\n"
+        "try:\n runpy.run_module('inboxsim.targets.model_adapter', run_name='__main__')\n"
         "except SystemExit: pass\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('pydantic', 'typer', 'rich', 'duckdb')), file=sys.stderr)"

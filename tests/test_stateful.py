@@ -30,7 +30,7 @@ from inboxsim.sim.lockstep import LockstepTarget
 from inboxsim.sim.run import RunOptions, RunResult, run_random
 from inboxsim.sim.shrink import size_of
 from inboxsim.sim.stateful import InboxMachine, hunt
-from inboxsim.sim.target import ModelTarget
+from inboxsim.targets.target import ModelTarget
 
 OPTIONS = RunOptions(ops=30)
 QUICK = settings(

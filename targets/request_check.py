@@ -5,7 +5,7 @@ An adapter process is started for every seed and again after every SIGKILL,
 so its import time is the largest part of a conformance step (see
 ``benchmarks/bench_conformance.py``). Importing pydantic and building the
 protocol's validators was about half of it. This module reads the protocol's
-committed JSON Schema (``sim/schema/protocol-v1.json``, generated from the
+committed JSON Schema (``targets/schema/protocol-v1.json``, generated from the
 pydantic types in :mod:`.protocol` and checked for staleness by the tests)
 and interprets the few keywords the request definitions use.
 
