@@ -181,11 +181,11 @@ def sweep(
     are remembered in the database and run first by the next sweep with the
     same policy and options.
     """
-    from inboxsim.reports.store import Store
     from inboxsim.sim.console import SweepProgress, print_summary
     from inboxsim.sim.executor import check_executor
     from inboxsim.sim.sweep import SweepPlan, default_jobs
     from inboxsim.sim.sweep import sweep as run_sweep
+    from inboxsim.store.store import Store
 
     the_policy, options = _sim_inputs(policy, ops, target, only_expected)
     check_executor(executor, scheduler)
@@ -384,8 +384,8 @@ def run_scenarios(
     import tempfile
     from pathlib import Path
 
-    from inboxsim.reports.store import Store
     from inboxsim.scenarios import command
+    from inboxsim.store.store import Store
 
     loaded = command.gather(files or [], library)
     # The store opens before anything runs: a bad --db fails fast, exit 2.
@@ -583,8 +583,8 @@ def conformance_command(
 
     Exits 1 on any divergence, invariant violation or protocol error.
     """
-    from inboxsim.reports.store import check_writable
     from inboxsim.sim.conformance import conformance, store_results, target_command
+    from inboxsim.store.store import check_writable
 
     if no_library and seeds == 0:
         raise HarnessError(
@@ -674,7 +674,7 @@ def mutants_command(
         _check_out(out)  # before the run, not after it
     chosen = [n.strip() for n in names.split(",") if n.strip()] if names else None
     if db is not None:  # a bad --db fails before the campaign, not after it
-        from inboxsim.reports.store import check_writable
+        from inboxsim.store.store import check_writable
 
         check_writable(db)
     results = mutant_matrix(
@@ -690,8 +690,8 @@ def mutants_command(
     if out is not None:
         _write_document(out, document)
     if db is not None:
-        from inboxsim.reports.mutants import kill_rows
-        from inboxsim.reports.store import Store
+        from inboxsim.store.mutants import kill_rows
+        from inboxsim.store.store import Store
 
         with Store(db) as store:
             store.write_mutants(kill_rows(r.to_dict() for r in results))

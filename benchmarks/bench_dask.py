@@ -44,12 +44,12 @@ import psutil  # comes with the dask extra
 from distributed import Client
 
 from inboxsim.model import PRESETS
-from inboxsim.reports.store import Store
 from inboxsim.sim.executor import open_executor
 from inboxsim.sim.run import RunOptions
 from inboxsim.sim.sweep import SweepPlan, sweep
+from inboxsim.store.store import Store
 
-PRELOAD = ["inboxsim.sim.sweep", "inboxsim.reports.store"]  # as the sweep starts its pool
+PRELOAD = ["inboxsim.sim.sweep", "inboxsim.store.store"]  # as the sweep starts its pool
 
 
 class TreeCPU:

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from inboxsim.model import PRESETS
-from inboxsim.reports.store import Store, _schemas
 from inboxsim.sim.run import RunOptions, run_seed
+from inboxsim.store.store import Store, _schemas
 
 
 def step_columns(rows: int) -> dict[str, list]:

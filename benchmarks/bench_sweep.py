@@ -27,9 +27,9 @@ from pathlib import Path
 
 import inboxsim
 from inboxsim.model import PRESETS
-from inboxsim.reports.store import Store
 from inboxsim.sim.run import RunOptions
 from inboxsim.sim.sweep import BatchTask, SweepPlan, run_batch, sweep
+from inboxsim.store.store import Store
 
 PACKAGE = str(Path(inboxsim.__file__).parent) + "/"  # the repository root is the package
 AREAS = (  # first match wins: package folders by relative path, then libraries

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import HarnessError
+from ..store.traces import StoredRun, stored_runs, traces
 from ..trace.record import Trace, trace_hash
-from .traces import StoredRun, stored_runs, traces
 
 MonitorFactory = Callable[[Any, dict[str, Any], bool], Any]
 
@@ -107,7 +107,7 @@ def check_store(
 ) -> tuple[list[Rejudged], list[Skipped]]:
     """Judge every stored run again (the I/O edge: reads runs and steps)."""
     from ..sim.checkers import load
-    from .policies import load_fields, stored_policy
+    from ..store.policies import load_fields, stored_policy
 
     monitor, _ = load(checkers_module)
     runs = stored_runs(con)

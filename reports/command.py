@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HarnessError
-from .store import SCHEMA_VERSION, Store, open_store
+from ..store.store import SCHEMA_VERSION, Store, open_store
 
 
 def _progress(label: str) -> Any:
@@ -42,14 +42,14 @@ def run_report(
     cached there, each as soon as it is made; a store that cannot take them
     (locked, read-only) is said on stderr and the report is written all the same."""
     from .. import __version__
+    from ..store.policies import load_fields, stored_policy
+    from ..store.shrink_cache import load_shrunk, write_shrunk
+    from ..store.traces import stored_trace
     from . import counterexamples as cx
     from .html import html_page
     from .junit import junit_xml
     from .plots import load_plot_data, pick_run, render_all
-    from .policies import load_fields, stored_policy
-    from .shrink_cache import load_shrunk, write_shrunk
     from .summary import load_facts, markdown, summarize
-    from .traces import stored_trace
 
     with open_store(db) as store:
         facts = load_facts(store.con, db, SCHEMA_VERSION)

@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..store.shrink_cache import ShrinkKey
 from ..trace.record import Step, step_wire
-from .shrink_cache import ShrinkKey
 
 MAX_RUNS = 2_000
 DEFAULT_SECONDS = 30.0
@@ -127,7 +127,7 @@ def make_example(
 
 def example_steps(example: dict[str, Any]) -> tuple[Step, ...]:
     """The minimal trace's steps of a cached example."""
-    from .traces import step_from_row
+    from ..store.traces import step_from_row
 
     opened: dict[str, int] = {}
     dump = json.dumps

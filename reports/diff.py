@@ -255,8 +255,8 @@ def rerun_store(
     why: a custom policy stored without its fields)."""
     from ..errors import HarnessError
     from ..sim.run import RunOptions, run_decisions
-    from .policies import current_policy, load_fields
-    from .traces import stored_runs
+    from ..store.policies import current_policy, load_fields
+    from ..store.traces import stored_runs
 
     runs = stored_runs(con)
     fields = load_fields(con)

@@ -103,7 +103,7 @@ def run_detail(
 def load_plot_data(con: Any, run_id: int | None) -> PlotData:
     detail = None
     if run_id is not None:
-        from .traces import stored_trace
+        from ..store.traces import stored_trace
 
         found = stored_trace(con, run_id)
         if found is not None:

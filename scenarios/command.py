@@ -97,9 +97,9 @@ def store_results(
     policy: str | None,
 ) -> tuple[int, int]:
     """Write every scenario run into ``store`` (a
-    :class:`~inboxsim.reports.store.Store`) as one batch, each with the full
+    :class:`~inboxsim.store.store.Store`) as one batch, each with the full
     fields of the policy it ran under; returns (first run_id, sweep_id)."""
-    from ..reports.scenario_runs import write_scenarios
+    from ..store.scenario_runs import write_scenarios
 
     override = resolve_policy(policy) if policy is not None else None
     triples = [

@@ -796,7 +796,7 @@ CREATE TABLE IF NOT EXISTS conformance (
 def store_results(db: str | Path, report: ConformanceReport) -> int:
     """Append the report's items to the store's ``conformance`` table (created
     if missing, through the store's own connection); returns the batch id."""
-    from ..reports.store import Store
+    from ..store.store import Store
 
     with Store(db) as store, store.transaction() as con:
         con.execute(DDL)

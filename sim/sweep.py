@@ -89,7 +89,7 @@ def run_batch(task: BatchTask) -> BatchOutcome:
     started, cpu = time.perf_counter(), time.process_time()
     columns = None
     if task.write:
-        from ..reports.store import BatchColumns
+        from ..store.store import BatchColumns
 
         columns = BatchColumns()
     summaries = []
@@ -317,7 +317,7 @@ def sweep(
     progress: Callable[[SweepReport], None] = lambda report: None,
 ) -> SweepReport:
     """Run the plan, writing each batch to ``store`` (a
-    :class:`~inboxsim.reports.store.Store`, or None to keep nothing)."""
+    :class:`~inboxsim.store.store.Store`, or None to keep nothing)."""
     remembered: list[int] = []
     first_run_id = sweep_id = 0
     options = plan.options.to_dict()
@@ -376,7 +376,7 @@ def sweep(
                 break
             absorb(run_batch(task))
     else:
-        preload = ["inboxsim.sim.sweep", "inboxsim.reports.store"]
+        preload = ["inboxsim.sim.sweep", "inboxsim.store.store"]
         with open_executor(plan.executor, plan.jobs, plan.scheduler, preload) as (pool, slots):
             report.slots = slots
             _run_pool(pool, slots, tasks(slots), absorb, over_budget, report)
@@ -386,7 +386,7 @@ def sweep(
 
 def _remember(plan: SweepPlan, report: SweepReport, runs: Sequence[RunSummary]) -> Any:
     """A batch's update of the remembered failing seeds, written with it."""
-    from ..reports.store import Remember
+    from ..store.store import Remember
 
     return Remember(
         plan.policy_spec,
@@ -421,7 +421,7 @@ def resume_line(plan: SweepPlan, db: str, store: Any | None = None) -> str:
     that goes on (``--resume``). Pass the sweep's open ``store`` while it
     still holds the file; otherwise the file is opened read-only. Never
     raises for a store it cannot read: it says so and still gives the command."""
-    from ..reports.store import open_store
+    from ..store.store import open_store
 
     command = plan.resume_command(db)
     first, last = plan.seed_start, plan.seed_start + plan.seed_count - 1

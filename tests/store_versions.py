@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import duckdb
 
-# Schema version 2, as reports/store.py wrote it before version 3.
+# Schema version 2, as store/store.py wrote it before version 3.
 V2_DDL = (
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)",
     """CREATE TABLE IF NOT EXISTS runs (
@@ -113,7 +113,7 @@ def v3_copy(path: str, v3: str) -> None:
     no ``distinct_runs`` view, and views that count every row of ``runs``."""
     import shutil
 
-    from inboxsim.reports.views import VIEWS
+    from inboxsim.store.views import VIEWS
 
     shutil.copy(path, v3)
     with duckdb.connect(v3) as con:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from inboxsim.errors import HarnessError
-from inboxsim.reports.store import Store
+from inboxsim.store.store import Store
 
 from . import store_damage as sd
 

@@ -14,10 +14,10 @@ from inboxsim.model import PRESETS
 from inboxsim.reports.check import check_store
 from inboxsim.reports.command import run_check, run_diff, run_report
 from inboxsim.reports.diff import compare_rerun
-from inboxsim.reports.store import Store, open_store, write_results
 from inboxsim.reports.summary import upper_bounds
-from inboxsim.reports.traces import stored_runs, traces
 from inboxsim.sim.run import RunOptions, run_seed
+from inboxsim.store.store import Store, open_store, write_results
+from inboxsim.store.traces import stored_runs, traces
 from inboxsim.trace.record import canonical, step_wire, trace_hash
 
 OPTIONS = RunOptions(ops=60)

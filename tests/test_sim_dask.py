@@ -19,9 +19,9 @@ import pytest
 
 from inboxsim.errors import HarnessError
 from inboxsim.model import PRESETS
-from inboxsim.reports.store import Store
 from inboxsim.sim.run import RunOptions
 from inboxsim.sim.sweep import SweepPlan, SweepReport, sweep
+from inboxsim.store.store import Store
 from inboxsim.tests.sim_helpers import checkers_module
 
 # Every wait in these tests is bounded: a sweep that has not finished by then

@@ -9,9 +9,9 @@ import pytest
 
 from inboxsim.errors import HarnessError
 from inboxsim.model import PRESETS
-from inboxsim.reports.store import SCHEMA_VERSION, Store
 from inboxsim.sim.run import RunOptions
 from inboxsim.sim.sweep import SweepPlan, SweepReport, resume_line, sweep
+from inboxsim.store.store import SCHEMA_VERSION, Store
 from inboxsim.tests.sim_helpers import checkers_module
 from inboxsim.trace.probes import PROBES, REQUIRED
 

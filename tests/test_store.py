@@ -17,9 +17,9 @@ import pytest
 
 from inboxsim.errors import HarnessError
 from inboxsim.model import PRESETS
-from inboxsim.reports import store as store_mod
-from inboxsim.reports.store import SCHEMA_VERSION, Store, open_store, write_results
 from inboxsim.sim.run import RunOptions, run_seed
+from inboxsim.store import schema
+from inboxsim.store.store import SCHEMA_VERSION, Store, open_store, write_results
 
 from .store_versions import v1_copy, v3_copy
 
@@ -206,7 +206,7 @@ def test_a_failed_write_raises_its_own_error_and_keeps_the_store(db: str, result
     the aborted transaction); the store takes the next batch."""
     import pyarrow as pa
 
-    from inboxsim.reports.store import BatchColumns
+    from inboxsim.store.store import BatchColumns
 
     cols = BatchColumns()
     cols.add_run(6, 1, results[0], PRESETS["g2"])
@@ -216,11 +216,11 @@ def test_a_failed_write_raises_its_own_error_and_keeps_the_store(db: str, result
     steps = tables["steps"]
     bad = steps.set_column(1, "idx", pa.array(["x"] * steps.num_rows))
     with Store(db) as s:
-        before = store_mod.row_counts(s.con)
+        before = schema.row_counts(s.con)
         with pytest.raises(duckdb.Error) as caught:
             s.write({**tables, "steps": bad})
         assert "TransactionContext" not in str(caught.value)
-        assert store_mod.row_counts(s.con) == before  # nothing of the batch is kept
+        assert schema.row_counts(s.con) == before  # nothing of the batch is kept
         s.write(tables)
         assert s.next_ids() == (7, 2)
     with open_store(db) as s:  # and the counts the next open compares agree

@@ -13,9 +13,9 @@ import pytest
 from inboxsim.cli import main
 from inboxsim.errors import HarnessError
 from inboxsim.model import PRESETS
-from inboxsim.reports.mutants import kill_row
-from inboxsim.reports.store import Store, open_store, write_results
 from inboxsim.sim.run import RunOptions, run_seed
+from inboxsim.store.mutants import kill_row
+from inboxsim.store.store import Store, open_store, write_results
 
 KILLED = {
     "mutant": "volatile-inbox",

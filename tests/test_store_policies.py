@@ -14,9 +14,9 @@ from inboxsim.cli import main
 from inboxsim.model import G4, PRESETS, load_policy
 from inboxsim.model.policy import PolicyError
 from inboxsim.reports.check import check_store
-from inboxsim.reports.policies import current_policy, policy_from_fields, policy_record
-from inboxsim.reports.store import SCHEMA_VERSION, Store, open_store, write_results
 from inboxsim.sim.run import RunOptions, run_decisions, run_seed
+from inboxsim.store.policies import current_policy, policy_from_fields, policy_record
+from inboxsim.store.store import SCHEMA_VERSION, Store, open_store, write_results
 
 from .store_versions import v2_copy
 

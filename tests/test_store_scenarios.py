@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from inboxsim.cli import main
-from inboxsim.reports.store import open_store
 from inboxsim.scenarios.load import library_paths, load_library
+from inboxsim.store.store import open_store
 
 
 @pytest.fixture(scope="module")

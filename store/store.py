@@ -78,112 +78,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .. import __version__
 from ..errors import HarnessError
+from .migrate import MIGRATIONS, migrate
+from .policies import policy_record
+from .schema import COUNTED, DDL, SCHEMA_VERSION, TABLES, record_row_counts, row_counts
+from .views import create_views
 
-SCHEMA_VERSION = 5
 _EMPTY = -1  # schema_version() of a file with no tables at all: a new store
-
-_DDL = (
-    "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS runs (
-        run_id BIGINT NOT NULL,
-        sweep_id BIGINT NOT NULL,
-        seed UBIGINT,
-        policy VARCHAR NOT NULL,
-        target VARCHAR NOT NULL,
-        version VARCHAR NOT NULL,
-        options JSON NOT NULL,
-        swarm JSON NOT NULL,
-        decisions INTEGER[] NOT NULL,
-        verdict VARCHAR NOT NULL,
-        liveness VARCHAR NOT NULL,
-        trace_hash VARCHAR NOT NULL,
-        ops INTEGER NOT NULL,
-        seconds DOUBLE NOT NULL,
-        exercised VARCHAR[] NOT NULL,
-        scenario VARCHAR,
-        policy_hash VARCHAR
-    )""",
-    """CREATE TABLE IF NOT EXISTS steps (
-        run_id BIGINT NOT NULL,
-        idx INTEGER NOT NULL,
-        phase VARCHAR NOT NULL,
-        kind VARCHAR NOT NULL,
-        decision VARCHAR NOT NULL,
-        request JSON,
-        reply JSON,
-        observed JSON NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS events (
-        run_id BIGINT NOT NULL,
-        step INTEGER NOT NULL,
-        session VARCHAR NOT NULL,
-        seq BIGINT NOT NULL,
-        type VARCHAR NOT NULL,
-        input VARCHAR,
-        time BIGINT NOT NULL,
-        delivery VARCHAR
-    )""",
-    """CREATE TABLE IF NOT EXISTS violations (
-        run_id BIGINT NOT NULL,
-        invariant VARCHAR NOT NULL,
-        steps INTEGER[] NOT NULL,
-        message VARCHAR NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS probes (
-        run_id BIGINT NOT NULL,
-        probe VARCHAR NOT NULL,
-        hits INTEGER NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS policies (
-        policy_hash VARCHAR PRIMARY KEY,
-        name VARCHAR NOT NULL,
-        preset VARCHAR,
-        fields JSON NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS scenario_runs (
-        run_id BIGINT NOT NULL,
-        scenario VARCHAR NOT NULL,
-        file VARCHAR NOT NULL,
-        passed BOOLEAN NOT NULL,
-        expectations INTEGER NOT NULL,
-        expectations_failed INTEGER NOT NULL,
-        failures JSON NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS mutants (
-        campaign_id BIGINT NOT NULL,
-        mutant VARCHAR NOT NULL,
-        killed_by_kind VARCHAR NOT NULL,
-        killed_by VARCHAR,
-        seed UBIGINT,
-        seconds_to_detect DOUBLE,
-        runs INTEGER NOT NULL,
-        shrunk_ops INTEGER,
-        recorded_at TIMESTAMP NOT NULL DEFAULT current_timestamp
-    )""",
-    """CREATE TABLE IF NOT EXISTS shrunk (
-        seed UBIGINT NOT NULL,
-        policy VARCHAR NOT NULL,
-        policy_hash VARCHAR,
-        options VARCHAR NOT NULL,
-        run_version VARCHAR NOT NULL,
-        invariant VARCHAR NOT NULL,
-        version VARCHAR NOT NULL,
-        outcome VARCHAR NOT NULL,
-        example JSON NOT NULL,
-        recorded_at TIMESTAMP NOT NULL DEFAULT current_timestamp
-    )""",
-    """CREATE TABLE IF NOT EXISTS failing_seeds (
-        policy VARCHAR NOT NULL,
-        options VARCHAR NOT NULL,
-        seed UBIGINT NOT NULL,
-        PRIMARY KEY (policy, options, seed)
-    )""",
-)
-TABLES = ("runs", "steps", "events", "violations", "probes", "policies", "scenario_runs")
-COUNTED = (*TABLES, "failing_seeds", "mutants", "shrunk", "conformance")
-"""The tables whose row counts every write records and every open compares
-(``conformance`` is created by the first ``conformance --db``)."""
 
 # Before block 0, a DuckDB file holds its main header and two database
 # headers of 4 KiB each (DuckDB's Storage::FILE_HEADER_SIZE); then
@@ -297,7 +199,6 @@ class BatchColumns:
             return None
         found = self._policies.get(policy)
         if found is None:
-            from .policies import policy_record
 
             found, name, preset, fields = policy_record(policy)
             self._policies[policy] = found
@@ -536,8 +437,6 @@ class Store:
             return None
 
     def _ensure_schema(self) -> None:
-        from .migrate import MIGRATIONS, migrate
-        from .views import create_views
 
         con = self.con
         found = self.schema_version()
@@ -565,7 +464,7 @@ class Store:
             )
         if found == _EMPTY:
             with self.transaction():
-                for ddl in _DDL:
+                for ddl in DDL:
                     con.execute(ddl)
                 create_views(con)
                 con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
@@ -592,8 +491,6 @@ class Store:
         :class:`~inboxsim.model.Policy`: its name and fields) and ``options``,
         by this inboxsim version: each seed's latest run (``distinct_runs``).
         What ``sweep --resume`` counts instead of running again."""
-        from .. import __version__
-        from .policies import policy_record
 
         key = [policy.name, policy_record(policy)[0], options_key(options), __version__]
         where = (
@@ -754,28 +651,6 @@ def _remember(con: Any, update: Remember) -> None:
         con.execute(
             "INSERT OR IGNORE INTO failing_seeds VALUES (?, ?, ?)", [update.policy, key, seed]
         )
-
-
-def row_counts(con: Any) -> dict[str, int]:
-    """The row count of each of :data:`COUNTED` that the file holds."""
-    present = {
-        r[0]
-        for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'"
-        ).fetchall()
-    }
-    counts = {}
-    for table in COUNTED:
-        if table in present:
-            row = con.execute(f"SELECT count(*) FROM {table}").fetchone()
-            counts[table] = int(row[0]) if row else 0
-    return counts
-
-
-def record_row_counts(con: Any) -> None:
-    """Record :func:`row_counts` in ``meta`` (inside the caller's transaction)."""
-    text = json.dumps(row_counts(con), sort_keys=True, separators=(",", ":"))
-    con.execute("INSERT OR REPLACE INTO meta VALUES ('row_counts', ?)", [text])
 
 
 KILL_KINDS = ("invariant", "divergence", "expectation", "none")

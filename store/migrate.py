@@ -2,7 +2,7 @@
 
 A store records its schema version in ``meta``. Opening an older file for
 writing migrates it forward step by step; a reader that finds an older file
-reopens it for writing once to migrate (see :func:`inboxsim.reports.store.open_store`).
+reopens it for writing once to migrate (see :func:`inboxsim.store.store.open_store`).
 Each step rewrites the existing rows, so a migrated file holds the same rows
 a fresh sweep would have written (tests/test_store.py).
 """
@@ -13,6 +13,9 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from ..model import PRESETS
+from .policies import policy_record
+from .schema import DDL, record_row_counts
 from .views import create_views
 
 # The events of v2, recovered from the JSON each step already kept.
@@ -46,12 +49,9 @@ def _v2_to_v3(con: Any) -> None:
     code, so this is what the run ran under unless the preset changed since);
     any other name (a custom TOML policy) keeps a NULL hash, and ``check`` and
     ``diff --rerun`` say so when they meet it."""
-    from ..model import PRESETS
-    from .policies import policy_record
-    from .store import _DDL
 
     con.execute("ALTER TABLE runs ADD COLUMN policy_hash VARCHAR")
-    for ddl in _DDL:
+    for ddl in DDL:
         if any(f"EXISTS {t} (" in ddl for t in ("policies", "scenario_runs", "mutants")):
             con.execute(ddl)
     names = [r[0] for r in con.execute("SELECT DISTINCT policy FROM runs ORDER BY 1").fetchall()]
@@ -74,9 +74,8 @@ def _v3_to_v4(con: Any) -> None:
 def _v4_to_v5(con: Any) -> None:
     """Add ``shrunk``, the report's cache of shrunk counterexamples (empty:
     the next report fills it)."""
-    from .store import _DDL
 
-    con.execute(next(ddl for ddl in _DDL if "EXISTS shrunk (" in ddl))
+    con.execute(next(ddl for ddl in DDL if "EXISTS shrunk (" in ddl))
 
 
 MIGRATIONS: dict[int, Callable[[Any], None]] = {
@@ -94,7 +93,6 @@ def migrate(con: Any, found: int, target: int) -> None:
     row counts it leaves (``meta.row_counts``)."""
     import duckdb
 
-    from .store import record_row_counts
 
     for version in range(found, target):
         con.execute("BEGIN TRANSACTION")

@@ -1,0 +1,134 @@
+"""The store's schema: its version, the tables' DDL, and the row counts that every
+write records and every open compares (:mod:`.store` opens and writes,
+:mod:`.migrate` moves an older file forward; both build on this)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+SCHEMA_VERSION = 5
+
+DDL = (
+    "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS runs (
+        run_id BIGINT NOT NULL,
+        sweep_id BIGINT NOT NULL,
+        seed UBIGINT,
+        policy VARCHAR NOT NULL,
+        target VARCHAR NOT NULL,
+        version VARCHAR NOT NULL,
+        options JSON NOT NULL,
+        swarm JSON NOT NULL,
+        decisions INTEGER[] NOT NULL,
+        verdict VARCHAR NOT NULL,
+        liveness VARCHAR NOT NULL,
+        trace_hash VARCHAR NOT NULL,
+        ops INTEGER NOT NULL,
+        seconds DOUBLE NOT NULL,
+        exercised VARCHAR[] NOT NULL,
+        scenario VARCHAR,
+        policy_hash VARCHAR
+    )""",
+    """CREATE TABLE IF NOT EXISTS steps (
+        run_id BIGINT NOT NULL,
+        idx INTEGER NOT NULL,
+        phase VARCHAR NOT NULL,
+        kind VARCHAR NOT NULL,
+        decision VARCHAR NOT NULL,
+        request JSON,
+        reply JSON,
+        observed JSON NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS events (
+        run_id BIGINT NOT NULL,
+        step INTEGER NOT NULL,
+        session VARCHAR NOT NULL,
+        seq BIGINT NOT NULL,
+        type VARCHAR NOT NULL,
+        input VARCHAR,
+        time BIGINT NOT NULL,
+        delivery VARCHAR
+    )""",
+    """CREATE TABLE IF NOT EXISTS violations (
+        run_id BIGINT NOT NULL,
+        invariant VARCHAR NOT NULL,
+        steps INTEGER[] NOT NULL,
+        message VARCHAR NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS probes (
+        run_id BIGINT NOT NULL,
+        probe VARCHAR NOT NULL,
+        hits INTEGER NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS policies (
+        policy_hash VARCHAR PRIMARY KEY,
+        name VARCHAR NOT NULL,
+        preset VARCHAR,
+        fields JSON NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS scenario_runs (
+        run_id BIGINT NOT NULL,
+        scenario VARCHAR NOT NULL,
+        file VARCHAR NOT NULL,
+        passed BOOLEAN NOT NULL,
+        expectations INTEGER NOT NULL,
+        expectations_failed INTEGER NOT NULL,
+        failures JSON NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS mutants (
+        campaign_id BIGINT NOT NULL,
+        mutant VARCHAR NOT NULL,
+        killed_by_kind VARCHAR NOT NULL,
+        killed_by VARCHAR,
+        seed UBIGINT,
+        seconds_to_detect DOUBLE,
+        runs INTEGER NOT NULL,
+        shrunk_ops INTEGER,
+        recorded_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+    )""",
+    """CREATE TABLE IF NOT EXISTS shrunk (
+        seed UBIGINT NOT NULL,
+        policy VARCHAR NOT NULL,
+        policy_hash VARCHAR,
+        options VARCHAR NOT NULL,
+        run_version VARCHAR NOT NULL,
+        invariant VARCHAR NOT NULL,
+        version VARCHAR NOT NULL,
+        outcome VARCHAR NOT NULL,
+        example JSON NOT NULL,
+        recorded_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+    )""",
+    """CREATE TABLE IF NOT EXISTS failing_seeds (
+        policy VARCHAR NOT NULL,
+        options VARCHAR NOT NULL,
+        seed UBIGINT NOT NULL,
+        PRIMARY KEY (policy, options, seed)
+    )""",
+)
+TABLES = ("runs", "steps", "events", "violations", "probes", "policies", "scenario_runs")
+COUNTED = (*TABLES, "failing_seeds", "mutants", "shrunk", "conformance")
+"""The tables whose row counts every write records and every open compares
+(``conformance`` is created by the first ``conformance --db``)."""
+
+
+def row_counts(con: Any) -> dict[str, int]:
+    """The row count of each of :data:`COUNTED` that the file holds."""
+    present = {
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'"
+        ).fetchall()
+    }
+    counts = {}
+    for table in COUNTED:
+        if table in present:
+            row = con.execute(f"SELECT count(*) FROM {table}").fetchone()
+            counts[table] = int(row[0]) if row else 0
+    return counts
+
+
+def record_row_counts(con: Any) -> None:
+    """Record :func:`row_counts` in ``meta`` (inside the caller's transaction)."""
+    text = json.dumps(row_counts(con), sort_keys=True, separators=(",", ":"))
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('row_counts', ?)", [text])
