@@ -311,8 +311,8 @@ def explore(
     an invariant is violated, 0 when none is within the bound.
     """
     from inboxsim.model import load_policy
+    from inboxsim.search import explore as ex
     from inboxsim.sim import checkers
-    from inboxsim.sim import explore as ex
 
     try:
         families = ex.parse_alphabet(alphabet)
@@ -848,7 +848,7 @@ def shrink(
     """
     from pathlib import Path
 
-    from inboxsim.sim import shrink as sh
+    from inboxsim.search import shrink as sh
 
     seed: int | None = None
     try:

@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from inboxsim.model import G4, Create, Prompt
+from inboxsim.search.lockstep import LockstepTarget
 from inboxsim.sim.conformance import _seed_outcomes
-from inboxsim.sim.lockstep import LockstepTarget
 from inboxsim.targets.adapter import AdapterTarget
 from inboxsim.targets.target import ModelTarget, hello_op
 

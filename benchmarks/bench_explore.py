@@ -8,7 +8,7 @@ conflicting retry, compaction, interrupt or failpoint crash.
 measured with one fresh input ID per session (``--pool 1``), five operations
 with two, and one session to depth six (docs/explorer.md has the table).
 
-``--merge`` compares the search's sound merge key (``sim/canon.py``, the
+``--merge`` compares the search's sound merge key (``search/canon.py``, the
 default) with two coarser keys that leave the monitor out (``log``: the
 event logs; ``fold``: the model's fold): those are measurements, not
 exhaustive. ``--model-states`` counts distinct folds without any check.
@@ -29,7 +29,7 @@ import time
 from typing import Any
 
 from inboxsim.model import PRESETS, Policy
-from inboxsim.sim import explore as ex
+from inboxsim.search import explore as ex
 
 BENCH_ALPHABET = "prompt_steer,prompt_queue,retry,answer_stop,answer_tool,answer_error,resume,kill"
 
@@ -69,7 +69,7 @@ def main() -> int:
     parser.add_argument(
         "--model-states",
         action="store_true",
-        help="count distinct states by the model's fold alone (sim/explore.py model_key: no "
+        help="count distinct states by the model's fold alone (search/explore.py model_key: no "
         "history, no monitor) at each depth: how far any state-merging reduction could go; "
         "a measurement, not an exhaustive check",
     )
@@ -77,7 +77,7 @@ def main() -> int:
         "--merge",
         choices=ex.MERGES,
         default="sound",
-        help="sound (the explorer's): merge paths by sim/canon.py merge_key, the fold "
+        help="sound (the explorer's): merge paths by search/canon.py merge_key, the fold "
         "with what the monitor reads later; log: by each session's event log (state_key); "
         "fold: by the model's fold (model_key). log and fold leave the monitor out: NOT "
         "exhaustive, measurements",

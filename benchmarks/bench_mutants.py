@@ -7,10 +7,10 @@ same wall-time budget for detection on both sides:
   ... in lockstep with the g4 model through the adapter protocol, judged by
   the invariant checkers, until the first divergence or violation (no scenario
   library: both sides start from nothing but their generator); the failing
-  seed is then shrunk through the adapter (``sim/repro.py``, capped at
+  seed is then shrunk through the adapter (``search/repro.py``, capped at
   ``--shrink-budget`` seconds);
 * **Hypothesis**: :func:`inboxsim.sim.mutants.hypothesis_detection` -- the
-  :class:`inboxsim.sim.stateful.InboxMachine` rules driving the same mutant
+  :class:`inboxsim.search.stateful.InboxMachine` rules driving the same mutant
   through the same ``LockstepTarget`` with the same checkers, derandomized,
   then Hypothesis' own shrinking (capped at ``--shrink-budget`` seconds).
 

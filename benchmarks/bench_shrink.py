@@ -4,7 +4,7 @@ For each policy with a planted bug (g2, c, g5, b), side by side:
 
 * **sweep + shrink**: seeds 0, 1, 2, ... until the first run whose first
   violation is one of the policy's planted invariants, then
-  :func:`inboxsim.sim.shrink.shrink_run` on it;
+  :func:`inboxsim.search.shrink.shrink_run` on it;
 * **Hypothesis**: the same run under ``@given(st.randoms(use_true_random=False))``
   (:func:`run_random`), failing on the same invariants, derandomized, no
   database, until it fails; Hypothesis then shrinks, and replays the minimal
@@ -39,9 +39,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from inboxsim.model import load_policy
+from inboxsim.search.shrink import shrink_run, size_of
 from inboxsim.sim.rng import Chooser
 from inboxsim.sim.run import RunOptions, RunResult, run, run_random, run_seed
-from inboxsim.sim.shrink import shrink_run, size_of
 
 PLANTED = {
     "g2": ("monotonic-visible-time",),

@@ -101,7 +101,7 @@ class Checker:
     step_scoped: ClassVar[tuple[str, ...]] = ()
     """Attributes that live for one step only: assigned before any read in
     every step that reads them, dead once the step ends. The explorer's
-    merge key (``sim/canon.py``) leaves them out; every other attribute is
+    merge key (``search/canon.py``) leaves them out; every other attribute is
     memory that later steps read. ``tests/test_canon.py`` poisons these
     between steps to show that no later step reads them."""
 

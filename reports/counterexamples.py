@@ -1,7 +1,7 @@
 """Each problem's shrunk counterexample (``inboxsim report``).
 
 A problem (:mod:`.problems`) names its first failing seed. Its counterexample
-is that seed shrunk (:func:`inboxsim.sim.shrink.shrink_run`) for the
+is that seed shrunk (:func:`inboxsim.search.shrink.shrink_run`) for the
 problem's invariant: a scenario file and the minimal trace, which the report
 shows as a step table and a viewer page. Shrinking costs hundreds of runs,
 so the result is cached in the store (:mod:`.shrink_cache`) and a second
@@ -80,8 +80,8 @@ def make_example(
     as :mod:`.shrink_cache` keeps them."""
     from .. import __version__
     from ..invariants import Monitor
+    from ..search.shrink import shrink_run
     from ..sim.run import run_seed
-    from ..sim.shrink import shrink_run
 
     options = _options(key.options)
     started = time.perf_counter()

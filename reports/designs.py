@@ -7,13 +7,13 @@ policy file) the same seeded sweep and the same bounded exploration are run:
   invariant judged. The run is not stopped at a violation (a collecting
   monitor records the first violation of each invariant and lets the run go
   on), so the measured behaviour covers whole runs for every policy;
-- **exploration**: :func:`inboxsim.sim.explore.explore` with every invariant
+- **exploration**: :func:`inboxsim.search.explore.explore` with every invariant
   (its first, shortest counterexample), then once per invariant the sweep saw
   violated, narrowed to that invariant, for its own shortest counterexample
   and the depth it lies at;
 - **shrinking**: for every invariant the sweep saw violated, its first
   failing seed is rerun judging that invariant alone and shrunk
-  (:func:`inboxsim.sim.shrink.shrink_run`) to a minimal, readable scenario,
+  (:func:`inboxsim.search.shrink.shrink_run`) to a minimal, readable scenario,
   written as an expected-violation document, with a timeline plot. Every
   counterexample the report shows is one of these (never a raw seed).
 
@@ -296,8 +296,8 @@ SHRINK_TIME_LIMIT = 600.0
 def _shrink_one(task: PolicyTask, invariant: str, seed: int) -> dict[str, Any]:
     """The first failing seed of ``invariant``, rerun judging it alone, shrunk."""
     from ..invariants.monitor import Monitor
+    from ..search.shrink import shrink_run
     from ..sim.run import RunOptions, run_seed
-    from ..sim.shrink import shrink_run
 
     options = RunOptions(ops=task.ops)
 

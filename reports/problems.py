@@ -8,7 +8,7 @@ did and one small example. A problem is the failures that share a key:
   two invariants is a member of both problems (the report says how many
   members of a problem also violated another one), so each problem's count
   is the number of runs that show it, as the invariants table counts them;
-- a conformance failure: its failure key (:func:`inboxsim.sim.shrink.failure_key`):
+- a conformance failure: its failure key (:func:`inboxsim.search.shrink.failure_key`):
   ``diverged:<operation>:<part that differed>`` or ``violated:<invariant>``.
 
 :func:`group` is the one grouping rule (both kinds use it);
@@ -54,7 +54,7 @@ Row = tuple[Any, ...]
 
 
 def size_words(size: dict[str, Any]) -> str:
-    """A trace's size (``inboxsim.sim.shrink.Size.to_dict``) in words."""
+    """A trace's size (``inboxsim.search.shrink.Size.to_dict``) in words."""
     return f"{size['operations']} operations, {size['faults']} faults, {size['steps']} steps"
 
 

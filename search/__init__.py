@@ -1,12 +1,22 @@
-"""Linearizability of concurrent groups against the reference model (issue 19).
+"""Search for bugs and make them small: the state-space explorer, its merge key,
+the shrinker and the replay of a counterexample, lockstep against the model,
+the Hypothesis state machine, and the linearizability checker.
 
-A pure library: it imports only :mod:`inboxsim.model` and the standard
-library. :func:`linearize` takes a :class:`Group` (the model's state before
-it, the requests with their invoke and completion times and outcomes, what
-the target showed after it) and returns :class:`Legal` with an order of the
-requests' and the runner's transitions that explains everything the target
-showed, or :class:`Illegal` with the orders tried and why each failed.
-``linearize.py`` says how and why the search is sound.
+- :mod:`.explore` (with :mod:`.canon`, the key under which two states are the same):
+  every interleaving up to a bound, breadth first;
+- :mod:`.shrink`: a failing run made small, as a scenario file;
+- :mod:`.repro`: a counterexample replayed and shrunk against a target;
+- :mod:`.lockstep`: a target run side by side with the model, step by step;
+- :mod:`.stateful`: the same as a Hypothesis rule-based state machine;
+- :mod:`.linearize` (with :mod:`.history` and :mod:`.compare`): linearizability of
+  concurrent groups against the reference model, a pure library that imports
+  only :mod:`inboxsim.model`. :func:`linearize` takes a :class:`Group` and returns
+  :class:`Legal` with an order that explains everything the target showed, or
+  :class:`Illegal` with the orders tried and why each failed; ``linearize.py``
+  says how and why the search is sound.
+
+The names below are the linearizability checker's; the other modules are imported
+by name.
 """
 
 from .compare import Match as Match

@@ -39,10 +39,10 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..model import Crashed, Policy
+from ..search.lockstep import Divergence, LockstepTarget, NotTestable
 from ..targets.adapter import DEFAULT_TIMEOUT, AdapterTarget, check_startable, split_command
 from ..targets.protocol import ProtocolError
 from ..targets.target import ModelTarget
-from .lockstep import Divergence, LockstepTarget, NotTestable
 
 VERDICTS = ("held", "violated", "diverged", "protocol error", "not testable", "not exercised")
 FAILING = frozenset({"violated", "diverged", "protocol error"})
@@ -92,7 +92,7 @@ class Item:
 
 def divergence_failure(div: Divergence) -> dict[str, Any]:
     """An :attr:`Item.failure` for a divergence."""
-    from .shrink import failure_key
+    from ..search.shrink import failure_key
 
     return {"key": failure_key(div), "divergence": div.to_dict()}
 
@@ -717,7 +717,7 @@ def _attach_repro(
 ) -> None:
     """Shrink one failure through the adapter; the file's path and how it was
     checked go into the item (a shrink that fails is said, never raised)."""
-    from .repro import shrink_conformance, shrink_conformance_scenario
+    from ..search.repro import shrink_conformance, shrink_conformance_scenario
 
     try:
         if isinstance(what, int):
@@ -846,7 +846,7 @@ __all__ = [
 def shrink_conformance(*args: Any, **kw: Any) -> Any:
     """:func:`.repro.shrink_conformance`: a failing conformance seed shrunk
     through the same adapter to a minimal repro scenario."""
-    from .repro import shrink_conformance as shrink
+    from ..search.repro import shrink_conformance as shrink
 
     return shrink(*args, **kw)
 

@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from ..model import G4, Policy
+from ..search.lockstep import Divergence, LockstepTarget
 from ..targets.adapter import AdapterTarget
 from ..targets.protocol import ProtocolError
 from ..targets.target import ModelTarget
-from .lockstep import Divergence, LockstepTarget
 
 ADAPTER = Path(__file__).resolve().parent.parent / "impls" / "sqlite_inbox" / "adapter.py"
 
@@ -477,7 +477,7 @@ def shrunk_length(
     the adapter to a minimal repro scenario (:mod:`.repro`); its operations
     (:func:`repro_operations`), or None when it could not be shrunk (a failure
     only by an expectation, or one that did not recur)."""
-    from .repro import shrink_conformance, shrink_conformance_scenario
+    from ..search.repro import shrink_conformance, shrink_conformance_scenario
 
     common: dict[str, Any] = {
         "timeout": timeout,
@@ -782,7 +782,7 @@ def adapter_machine(
     """An :class:`.stateful.InboxMachine` subclass that drives ``argv`` in
     lockstep with the model under ``policy`` (each example in a fresh data
     folder under ``base``), judging only the invariants the policy keeps."""
-    from .stateful import InboxMachine
+    from ..search.stateful import InboxMachine
 
     counter = itertools.count()
     command = list(argv)
@@ -826,7 +826,7 @@ def hypothesis_detection(
     ``name``: the same lockstep comparison and checkers as the seeded side,
     at most ``steps`` rule steps per example, detection within ``seconds``,
     then Hypothesis' own shrinking for at most ``shrink_seconds``."""
-    from .stateful import hunt
+    from ..search.stateful import hunt
 
     argv, _ = mutant_command(name)
     with tempfile.TemporaryDirectory(prefix="inboxsim-hypothesis-") as tmp:

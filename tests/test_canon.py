@@ -1,4 +1,4 @@
-"""The explorer's merge key (sim/canon.py) is sound: paths it merges have the
+"""The explorer's merge key (search/canon.py) is sound: paths it merges have the
 same futures.
 
 Two kinds of evidence:
@@ -26,8 +26,8 @@ import pytest
 
 from inboxsim.invariants import Monitor
 from inboxsim.model import PRESETS
-from inboxsim.sim import explore as ex
-from inboxsim.sim.canon import merge_key
+from inboxsim.search import explore as ex
+from inboxsim.search.canon import merge_key
 from inboxsim.sim.run import RunOptions, run_seed
 
 STEP_LIMIT = ex.DEFAULT_STEP_LIMIT

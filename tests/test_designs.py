@@ -273,7 +273,7 @@ def _check_difference(value: dict | None, text: str, base: Policy, policy: Polic
 
 def _recompute(doc: dict) -> dict[str, object]:
     """Every figure of ``doc``, from an independent sweep and reruns."""
-    from inboxsim.sim.explore import explore
+    from inboxsim.search.explore import explore
 
     o = doc["options"]
     k = vd.key

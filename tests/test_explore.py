@@ -1,4 +1,4 @@
-"""The bounded-exhaustive explorer (``inboxsim.sim.explore``, ``inboxsim explore``).
+"""The bounded-exhaustive explorer (``inboxsim.search.explore``, ``inboxsim explore``).
 
 The central check: breadth-first search with state hashing and session
 symmetry reaches exactly as many distinct states as a plain brute force that
@@ -19,7 +19,7 @@ import pytest
 
 from inboxsim import cli
 from inboxsim.model import PRESETS, Answer, Compact, Interrupt, Policy, Prompt, State
-from inboxsim.sim import explore as ex
+from inboxsim.search import explore as ex
 from inboxsim.trace.record import Step
 
 # --- a stub monitor: two invariants, judged from observations only -------------
@@ -127,7 +127,7 @@ def test_sound_search_reaches_every_key_of_the_brute_force(sessions: int, depth:
     import pickle
 
     from inboxsim.invariants import Monitor
-    from inboxsim.sim.canon import merge_key
+    from inboxsim.search.canon import merge_key
     from inboxsim.tests.test_canon import every_path
 
     result = ex.explore(PRESETS["g4"], Monitor, sessions=sessions, depth=depth)
@@ -277,8 +277,8 @@ BROKEN = [
 
 
 def _shrunk_ops(policy: str, invariant: str) -> int:
+    from inboxsim.search.shrink import shrink_run
     from inboxsim.sim.run import RunOptions, run_seed
-    from inboxsim.sim.shrink import shrink_run
 
     options = RunOptions(ops=100)
     for seed in range(400):

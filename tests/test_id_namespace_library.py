@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from inboxsim.scenarios.load import load_library
+from inboxsim.search.repro import shrink_conformance_scenario
 from inboxsim.sim.mutants import mutant_command
-from inboxsim.sim.repro import shrink_conformance_scenario
 
 BUG = "ids-freed-for-everyone"
 

@@ -1,4 +1,4 @@
-"""Lockstep conformance (``sim/lockstep.py``): the model against itself through
+"""Lockstep conformance (``search/lockstep.py``): the model against itself through
 the protocol, the SQLite implementation against the model, and hand-made
 divergences reported side by side."""
 
@@ -14,7 +14,7 @@ import pytest
 
 from inboxsim.model import G4, Create, Fork, Hello, Ok, Op, Prompt, Reply, Resume
 from inboxsim.scenarios.load import load_library
-from inboxsim.sim.lockstep import (
+from inboxsim.search.lockstep import (
     Divergence,
     LockstepTarget,
     NotTestable,

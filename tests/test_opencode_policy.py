@@ -15,8 +15,8 @@ import pytest
 from inboxsim.cli import main
 from inboxsim.model import G4, PRESETS, Answer, Create, Hello, Interrupt, Ok, Op, Prompt, apply
 from inboxsim.model.apply import initial_state
+from inboxsim.search.lockstep import LockstepTarget, NotTestable
 from inboxsim.sim.conformance import ConformanceReport, Item, store_results
-from inboxsim.sim.lockstep import LockstepTarget, NotTestable
 from inboxsim.sim.run import RunOptions, run_seed
 from inboxsim.targets.target import ModelTarget
 from inboxsim.trace.record import Observed

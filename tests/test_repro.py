@@ -1,4 +1,4 @@
-"""Shrinking through an adapter (sim/shrink.py's shrink_through, sim/repro.py):
+"""Shrinking through an adapter (search/shrink.py's shrink_through, search/repro.py):
 a conformance failure against a planted bug becomes a short scenario file
 that fails alone on the buggy adapter and passes on the correct one."""
 
@@ -13,11 +13,11 @@ import pytest
 from inboxsim.cli import main
 from inboxsim.model import G4
 from inboxsim.scenarios.load import load_scenario
+from inboxsim.search.lockstep import Divergence
+from inboxsim.search.repro import with_model_expectations
+from inboxsim.search.shrink import failure_key
 from inboxsim.sim.conformance import conformance, shrink_conformance
-from inboxsim.sim.lockstep import Divergence
 from inboxsim.sim.mutants import mutant_command
-from inboxsim.sim.repro import with_model_expectations
-from inboxsim.sim.shrink import failure_key
 
 MUTANT = "interrupt-clears-inbox"
 MODEL_ADAPTER = f"{sys.executable} -m inboxsim.targets.model_adapter --no-fsync"

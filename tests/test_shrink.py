@@ -1,5 +1,5 @@
 """``inboxsim shrink``: failing seeds and scenario files cut down to minimal,
-readable scenarios that still fail the same way (sim/shrink.py)."""
+readable scenarios that still fail the same way (search/shrink.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from inboxsim import cli
 from inboxsim.model import load_policy
 from inboxsim.scenarios.load import load_scenario, load_text
 from inboxsim.scenarios.runner import run_scenario
+from inboxsim.search.shrink import ShrinkResult, shrink_scenario_file, shrink_seed, size_of
 from inboxsim.sim.run import RunOptions, run_decisions, run_seed
-from inboxsim.sim.shrink import ShrinkResult, shrink_scenario_file, shrink_seed, size_of
 
 OPTIONS = RunOptions(ops=100)
 LIBRARY = Path(__file__).resolve().parent.parent / "scenarios" / "library"

@@ -26,10 +26,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from inboxsim.model import Policy, load_policy
-from inboxsim.sim.lockstep import LockstepTarget
+from inboxsim.search.lockstep import LockstepTarget
+from inboxsim.search.shrink import size_of
+from inboxsim.search.stateful import InboxMachine, hunt
 from inboxsim.sim.run import RunOptions, RunResult, run_random
-from inboxsim.sim.shrink import size_of
-from inboxsim.sim.stateful import InboxMachine, hunt
 from inboxsim.targets.target import ModelTarget
 
 OPTIONS = RunOptions(ops=30)
@@ -98,7 +98,7 @@ def test_hypothesis_finds_and_shrinks_the_g2_timestamp_violation() -> None:
 # --- 3. a rule-based state machine over the model and the Monitor ------------------------
 
 
-# The machine lives in the package (inboxsim.sim.stateful), so that the mutant
+# The machine lives in the package (inboxsim.search.stateful), so that the mutant
 # benchmark drives adapters with the very same rules; here it runs the model.
 class ModelMachineG4(InboxMachine):
     """The package's machine over the g4 model (a subclass, so that these

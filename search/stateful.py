@@ -6,9 +6,9 @@ input, answers (stop, tool, error), compaction, interrupts, resume, forks,
 reverts (stage, commit, clear), kills, failpoint crashes and exact retries --
 sent to a :class:`~inboxsim.targets.target.Target` (the reference model by
 default), with the invariant :class:`~inboxsim.invariants.Monitor` judging
-every step. Driving a :class:`~inboxsim.sim.lockstep.LockstepTarget` makes it
+every step. Driving a :class:`~inboxsim.search.lockstep.LockstepTarget` makes it
 a lockstep conformance test too: the first difference from the model raises
-:class:`~inboxsim.sim.lockstep.Divergence` inside the rule, which Hypothesis
+:class:`~inboxsim.search.lockstep.Divergence` inside the rule, which Hypothesis
 shrinks like any failure.
 
 :func:`hunt` runs a machine class under a wall-time budget and reports the

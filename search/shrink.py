@@ -36,10 +36,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..model import Create, Hello, Policy
+from ..sim import checkers
+from ..sim.rng import Chooser, replayer
+from ..sim.run import RunOptions, RunResult, run, run_seed
 from ..trace.record import Phase, Step, StepKind
-from . import checkers
-from .rng import Chooser, replayer
-from .run import RunOptions, RunResult, run, run_seed
 
 DEFAULT_MAX_RUNS = 20_000
 DEFAULT_TIME_LIMIT = 60.0
@@ -859,9 +859,9 @@ def run_through(
     """Replay ``decisions`` (or, with ``seed``, run the seed live) against the
     targets ``target`` builds, and say how it failed. Every target built is
     closed, whatever happened."""
+    from ..sim.rng import seeded
     from ..trace.record import NOTHING
     from .lockstep import Divergence
-    from .rng import seeded
 
     ch = seeded(seed) if seed is not None else replayer(decisions)
     build_monitor, _ = checkers.monitor_for(None, options.only_expected)

@@ -72,10 +72,10 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..model import Call, Crashed, Err, Hello, Ok, Op, Reply
+from ..sim.workload import NO_METADATA
 from ..targets.target import Target
 from ..trace.decode import call_from_wire, message_from_wire, pending_from_wire
 from ..trace.record import MessageView, Observed, PendingView, observed_wire, reply_wire
-from .workload import NO_METADATA
 
 VISIBLE = ("user", "synthetic")
 # The hello feature each operation needs (docs/protocol.md, "Features").

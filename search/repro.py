@@ -320,7 +320,7 @@ def shrink_conformance(
     given. None when the seed holds."""
     from ..model import load_policy
     from ..scenarios.render import write_scenario
-    from .run import RunOptions
+    from ..sim.run import RunOptions
 
     argv = split_command(command) if isinstance(command, str) else list(command)
     the_policy = load_policy(policy) if isinstance(policy, str) else policy

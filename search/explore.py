@@ -51,7 +51,7 @@ Theory of operation (after TLC's breadth-first search with a fingerprint set,
   covered. Every transition is judged, also those that lead to a known key
   (a step can be wrong even when the state it leads to is fine).
 
-- **The merge key** (``sim/canon.py``, :func:`~inboxsim.sim.canon.merge_key`)
+- **The merge key** (``search/canon.py``, :func:`~inboxsim.search.canon.merge_key`)
   is what the model and the invariant monitor will read in the future, and
   nothing else of the path: each session's fold (pending rows, transcript,
   staged revert, next seq) and run, and the monitor's shadows, lifecycles,
@@ -931,7 +931,7 @@ def explore(
     Stops at the first violation (on a shortest path, by BFS). ``progress``
     is called after each depth with (depth, distinct states, transitions).
     ``merge``: ``sound`` (the default) merges paths by
-    :func:`~inboxsim.sim.canon.merge_key`, the model's fold together with
+    :func:`~inboxsim.search.canon.merge_key`, the model's fold together with
     what the monitor will read later: paths with one key have the same
     futures, so the search is exhaustive for the bound. ``log`` (the whole
     event log, :func:`state_key`) and ``fold`` (:func:`model_key`) leave the
@@ -970,7 +970,7 @@ def explore(
     from concurrent.futures.process import BrokenProcessPool
 
     from ..errors import HarnessError
-    from .executor import open_executor
+    from ..sim.executor import open_executor
 
     try:
         pickle.dumps(monitor(policy, {}))
@@ -978,7 +978,7 @@ def explore(
         raise HarnessError(
             f"explore --jobs {jobs}: the monitor does not pickle ({exc}); use --jobs 1"
         ) from None
-    preload = ["inboxsim.sim.explore", "inboxsim.sim.canon", "inboxsim.invariants"]
+    preload = ["inboxsim.search.explore", "inboxsim.search.canon", "inboxsim.invariants"]
     try:
         with open_executor("local", jobs, None, preload) as (executor, _):
             return search(executor, jobs)
