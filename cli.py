@@ -583,7 +583,7 @@ def conformance_command(
 
     Exits 1 on any divergence, invariant violation or protocol error.
     """
-    from inboxsim.sim.conformance import conformance, store_results, target_command
+    from inboxsim.conformance.check import conformance, store_results, target_command
     from inboxsim.store.store import check_writable
 
     if no_library and seeds == 0:
@@ -660,8 +660,8 @@ def mutants_command(
     Exits 0 when every mutant was killed by an invariant, a divergence or a
     failed scenario expectation, 1 when one survived.
     """
-    from inboxsim.sim.conformance import mutant_matrix
-    from inboxsim.sim.mutants import MUTANTS, matrix_document, render_matrix, summary_line
+    from inboxsim.conformance.check import mutant_matrix
+    from inboxsim.conformance.mutants import MUTANTS, matrix_document, render_matrix, summary_line
 
     if list_only:
         if as_json:
@@ -772,13 +772,13 @@ def validate_command(
 
     Exits 1 when one is violated, 2 when the file or database is malformed.
     """
-    from inboxsim.sim.validate import validate_file
+    from inboxsim.conformance.validate import validate_file
 
     if (file is None) == (opencode_db is None):
         raise HarnessError("give one of FILE (a JSON-lines event log) or --opencode-db PATH")
     result: Any
     if opencode_db is not None:
-        from inboxsim.sim.opencode_db import validate_db
+        from inboxsim.conformance.opencode_db import validate_db
 
         result = validate_db(opencode_db, policy or "g2")
     else:

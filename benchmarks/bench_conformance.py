@@ -23,9 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from inboxsim.conformance.check import _seed_outcomes
 from inboxsim.model import G4, Create, Prompt
 from inboxsim.search.lockstep import LockstepTarget
-from inboxsim.sim.conformance import _seed_outcomes
 from inboxsim.targets.adapter import AdapterTarget
 from inboxsim.targets.target import ModelTarget, hello_op
 

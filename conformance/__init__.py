@@ -7,5 +7,12 @@ One test per library scenario (lockstep against the model) and one test per
 seed of a seeded lockstep sweep. Without ``--inboxsim-adapter`` every test is
 skipped with the reason. The options come from :mod:`.plugin`, registered
 as the ``inboxsim`` pytest11 entry point. Users without pytest call
-:func:`inboxsim.sim.conformance.conformance` instead.
+:func:`inboxsim.conformance.check.conformance` instead.
+
+The package holds conformance in all its forms: :mod:`.check` (lockstep
+conformance against an adapter: the library, a seeded sweep, each failure
+shrunk), :mod:`.mutants` (the planted bugs of the SQLite implementation and
+the check that conformance kills each), :mod:`.validate` (a durable log written
+outside the harness, judged) and :mod:`.opencode_db` (a real OpenCode
+database, read-only), beside the pytest plugin and its tests.
 """

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from inboxsim.cli import main
-from inboxsim.sim.conformance import conformance, store_results, target_command
-from inboxsim.sim.mutants import mutant_command
+from inboxsim.conformance.check import conformance, store_results, target_command
+from inboxsim.conformance.mutants import mutant_command
 
 SCENARIOS = ["seed-retry", "metadata-retry-identity", "queue-fifo"]
 MODEL_ADAPTER = f"{sys.executable} -m inboxsim.targets.model_adapter"
@@ -123,7 +123,7 @@ def test_target_commands() -> None:
 
 
 def test_mutants_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from inboxsim.sim.mutants import RESULT_FIELDS
+    from inboxsim.conformance.mutants import RESULT_FIELDS
 
     out = tmp_path / "mutants.json"
     names = "queue-batch,retry-ignores-metadata"

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from inboxsim.cli import main
+from inboxsim.conformance.check import conformance
 from inboxsim.examples import BUG_ENV, EXAMPLES, protocol_guide, source_path
-from inboxsim.sim.conformance import conformance
 
 SEEDS = 5
 # What each example must pass, by feature: steer and queue prompts, exact and

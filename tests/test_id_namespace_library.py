@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from inboxsim.conformance.mutants import mutant_command
 from inboxsim.scenarios.load import load_library
 from inboxsim.search.repro import shrink_conformance_scenario
-from inboxsim.sim.mutants import mutant_command
 
 BUG = "ids-freed-for-everyone"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from inboxsim.conformance.mutants import mutant_command
 from inboxsim.model import Policy
 from inboxsim.scenarios.load import load_library
 from inboxsim.scenarios.runner import run_scenario
-from inboxsim.sim.mutants import mutant_command
 from inboxsim.targets.adapter import AdapterTarget
 
 # (mutant, library scenario, exactly the invariants its trace breaks). What a

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from inboxsim.conformance.mutants import mutant_command
 from inboxsim.model import G4, Create, Fork, Hello, Ok, Op, Prompt, Reply, Resume
 from inboxsim.scenarios.load import load_library
 from inboxsim.search.lockstep import (
@@ -21,7 +22,6 @@ from inboxsim.search.lockstep import (
     needs,
     run_scenarios_lockstep,
 )
-from inboxsim.sim.mutants import mutant_command
 from inboxsim.sim.run import RunOptions, RunResult, run_seed
 from inboxsim.targets.adapter import AdapterTarget
 from inboxsim.targets.target import ModelTarget

@@ -1,4 +1,4 @@
-"""The planted bugs of the SQLite inbox and the kill check (``sim/mutants.py``)."""
+"""The planted bugs of the SQLite inbox and the kill check (``conformance/mutants.py``)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from inboxsim.model import Answer, Create, Hello, Prompt
-from inboxsim.scenarios.load import load_library
-from inboxsim.sim.mutants import (
+from inboxsim.conformance.mutants import (
     ADAPTER,
     MUTANTS,
     RESULT_FIELDS,
@@ -25,6 +23,8 @@ from inboxsim.sim.mutants import (
     seeded_detection,
     summary_line,
 )
+from inboxsim.model import Answer, Create, Hello, Prompt
+from inboxsim.scenarios.load import load_library
 from inboxsim.targets.target import ModelTarget
 
 IMPL = ADAPTER.parent

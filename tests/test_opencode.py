@@ -27,6 +27,8 @@ from typing import Any
 import pytest
 
 from inboxsim.cli import main
+from inboxsim.conformance.check import conformance
+from inboxsim.conformance.opencode_db import validate_db
 from inboxsim.impls.opencode import (
     RECOMMENDED_TIMEOUT,
     adapter_command,
@@ -45,8 +47,6 @@ from inboxsim.model import (
     Op,
     Prompt,
 )
-from inboxsim.sim.conformance import conformance
-from inboxsim.sim.opencode_db import validate_db
 from inboxsim.targets.adapter import AdapterTarget
 from inboxsim.targets.protocol import ProtocolError
 from inboxsim.targets.target import ModelTarget

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from inboxsim.cli import main
+from inboxsim.conformance.check import ConformanceReport, Item, store_results
 from inboxsim.model import G4, PRESETS, Answer, Create, Hello, Interrupt, Ok, Op, Prompt, apply
 from inboxsim.model.apply import initial_state
 from inboxsim.search.lockstep import LockstepTarget, NotTestable
-from inboxsim.sim.conformance import ConformanceReport, Item, store_results
 from inboxsim.sim.run import RunOptions, run_seed
 from inboxsim.targets.target import ModelTarget
 from inboxsim.trace.record import Observed

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from inboxsim.cli import main
+from inboxsim.conformance.check import conformance, shrink_conformance
+from inboxsim.conformance.mutants import mutant_command
 from inboxsim.model import G4
 from inboxsim.scenarios.load import load_scenario
 from inboxsim.search.lockstep import Divergence
 from inboxsim.search.repro import with_model_expectations
 from inboxsim.search.shrink import failure_key
-from inboxsim.sim.conformance import conformance, shrink_conformance
-from inboxsim.sim.mutants import mutant_command
 
 MUTANT = "interrupt-clears-inbox"
 MODEL_ADAPTER = f"{sys.executable} -m inboxsim.targets.model_adapter --no-fsync"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from inboxsim.cli import main
+from inboxsim.conformance.validate import validate_file, write_events
 from inboxsim.model import G4
 from inboxsim.sim.run import RunOptions, run_seed
-from inboxsim.sim.validate import validate_file, write_events
 
 
 def _model_log(path: Path, seed: int = 3) -> list[dict]:
@@ -180,7 +180,7 @@ GOOD_ROWS = [("msg_a", "ses_1", "steer", 1, 2), ("msg_b", "ses_1", "queue", 5, N
 
 
 def test_a_good_opencode_db_holds_and_is_not_modified(tmp_path: Path) -> None:
-    from inboxsim.sim.opencode_db import validate_db
+    from inboxsim.conformance.opencode_db import validate_db
 
     db = _opencode_db(tmp_path / "opencode.db", GOOD_EVENTS, GOOD_ROWS)
     before = (db.read_bytes(), db.stat().st_mtime_ns)
@@ -218,7 +218,7 @@ def test_a_good_opencode_db_holds_and_is_not_modified(tmp_path: Path) -> None:
 def test_a_broken_opencode_db_is_reported_per_session(
     tmp_path: Path, events: list[tuple], rows: list[tuple], invariant: str
 ) -> None:
-    from inboxsim.sim.opencode_db import validate_db
+    from inboxsim.conformance.opencode_db import validate_db
 
     db = _opencode_db(tmp_path / "opencode.db", events, rows)
     result = validate_db(db)
@@ -252,7 +252,7 @@ REVERT_ROWS = [("msg_a1", "ses_1", "steer", 1, 2), ("msg_q1", "ses_1", "queue", 
 def test_an_opencode_db_with_a_committed_revert(tmp_path: Path) -> None:
     """The rows a commit deleted are not missing, and an ID it discarded may
     be admitted again; a row the commit should have deleted is reported."""
-    from inboxsim.sim.opencode_db import validate_db
+    from inboxsim.conformance.opencode_db import validate_db
 
     db = _opencode_db(tmp_path / "opencode.db", REVERT_EVENTS, REVERT_ROWS)
     result = validate_db(db)

@@ -68,7 +68,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fake_provider import TOOL_TARGET, Provider  # type: ignore[import-not-found]  # noqa: E402
+from events import EVENT_MAP
+from fake_provider import TOOL_TARGET, Provider
 
 VERSION = "1.18.33"
 PACKAGE = f"opencode-ai@{VERSION}"
@@ -88,17 +89,6 @@ DISABLE_VARS = {
     "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
     "OPENCODE_DISABLE_CLAUDE_CODE": "1",
     "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
-}
-
-EVENT_MAP = {
-    "session.next.prompt.admitted": "admitted",
-    "session.next.prompted": "promoted",
-    "session.next.step.started": "step_started",
-    "session.next.step.ended": "step_ended",
-    "session.next.step.failed": "step_failed",
-    "session.next.revert.staged": "revert_staged",
-    "session.next.revert.cleared": "revert_cleared",
-    "session.next.revert.committed": "revert_committed",
 }
 
 

@@ -412,7 +412,7 @@ def seed_item(
     name: str = "target",
 ) -> SeedOutcome:
     """One seeded run through :func:`.run.run_seed` with a lockstep target."""
-    from .run import RunOptions, run_seed
+    from ..sim.run import RunOptions, run_seed
 
     repro = repro_command(command, policy_arg, seed=seed, ops=ops, timeout=timeout)
     lockstep = _Lockstep(command, timeout, base / f"seed-{seed}", name)
@@ -518,9 +518,9 @@ def _seed_outcomes(
                 seed, run.argv, run.policy, run.policy_arg, run.ops, run.timeout, base, run.name
             )
         return
-    from .executor import lost_work, open_executor
+    from ..sim.executor import lost_work, open_executor
 
-    preload = ("inboxsim.sim.conformance", "inboxsim.invariants")
+    preload = ("inboxsim.conformance.check", "inboxsim.invariants")
     with open_executor(executor, jobs, scheduler, preload) as (pool, slots):
         # a few batches per worker keep every worker busy to the end
         size = max(1, min(SEED_BATCH, -(-total // (slots * 4))))
@@ -591,7 +591,7 @@ def conformance(
         raise HarnessError("--seeds, --seed-start and --ops must be non-negative")
     if jobs < 1:
         raise HarnessError(f"--jobs must be at least 1, not {jobs}")
-    from .executor import check_executor
+    from ..sim.executor import check_executor
 
     check_executor(executor, scheduler)
     the_policy = load_policy(policy)

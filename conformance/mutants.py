@@ -407,7 +407,7 @@ def _check_mutant(
         if first_only and result.killed:
             break
     if not result.killed:
-        from .run import RunOptions, run_seed
+        from ..sim.run import RunOptions, run_seed
 
         run_kw: dict[str, Any] = {}
         if factory is None:  # no checkers: divergences only
@@ -705,7 +705,7 @@ def seeded_detection(
     or until ``seconds`` have passed (a seed that started runs to its end).
     With ``shrink_seconds``, the failing seed is then shrunk through the
     adapter (:func:`shrunk_length`) for at most that long."""
-    from .run import RunOptions, run_seed
+    from ..sim.run import RunOptions, run_seed
 
     argv, _ = mutant_command(name)
     found = Detection("seeded", name)

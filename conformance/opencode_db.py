@@ -41,20 +41,11 @@ from typing import Any
 from urllib.parse import quote
 
 from ..errors import HarnessError
+from ..impls.opencode.events import EVENT_MAP
 from ..model import Event, Policy, load_policy
 from ..model.values import canonical_json
 from .validate import ValidateResult, judged_under, validate_events
 
-EVENT_MAP = {
-    "session.next.prompt.admitted": "admitted",
-    "session.next.prompted": "promoted",
-    "session.next.step.started": "step_started",
-    "session.next.step.ended": "step_ended",
-    "session.next.step.failed": "step_failed",
-    "session.next.revert.staged": "revert_staged",
-    "session.next.revert.cleared": "revert_cleared",
-    "session.next.revert.committed": "revert_committed",
-}
 ROWS = "admission-projects-row"
 REPLAY = "replay-matches-views"
 NEEDED = {
