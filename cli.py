@@ -384,7 +384,7 @@ def run_scenarios(
     import tempfile
     from pathlib import Path
 
-    from inboxsim.scenarios import command
+    from inboxsim.commands import run as command
     from inboxsim.store.store import Store
 
     loaded = command.gather(files or [], library)
@@ -446,8 +446,8 @@ def check(db: DbOption = "inboxsim.duckdb", as_json: JsonFlag = False) -> None:
     Exits 1 when a stored trace now violates an invariant it did not before;
     a fixed false alarm is reported but is not a failure.
     """
+    from inboxsim.commands.report import run_check
     from inboxsim.reports.check import check_lines
-    from inboxsim.reports.command import run_check
 
     document = run_check(db, os.environ.get("INBOXSIM_CHECKERS") or None)
     if as_json:
@@ -480,7 +480,7 @@ def report(
     page, cached in the store so that the next report reuses it.
     Exits 1 when the store holds a run that violated an invariant.
     """
-    from inboxsim.reports.command import run_report
+    from inboxsim.commands.report import run_report
 
     document, written = run_report(db, out, shrink_seconds, shrink)
     if as_json:
@@ -510,7 +510,7 @@ def diff(
     Exits 1 when something regressed: a seed or invariant newly failing, or a
     required probe no longer hit.
     """
-    from inboxsim.reports.command import run_diff
+    from inboxsim.commands.report import run_diff
     from inboxsim.reports.diff import diff_lines, rerun_lines
 
     if rerun == (new is not None):
@@ -966,7 +966,7 @@ def designs(
     """
     from pathlib import Path
 
-    from inboxsim.reports import designs as ds
+    from inboxsim.designs import study as ds
 
     specs = ds.resolve(policies, files or ())
     if not specs:

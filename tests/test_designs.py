@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from inboxsim import cli
+from inboxsim.designs import study as ds
+from inboxsim.designs import verdicts as vd
+from inboxsim.designs.difference import observable_difference
 from inboxsim.invariants.base import Violation
 from inboxsim.invariants.monitor import Monitor
 from inboxsim.invariants.registry import REGISTRY
 from inboxsim.model import PRESETS, Policy
-from inboxsim.reports import designs as ds
-from inboxsim.reports import verdicts as vd
-from inboxsim.reports.difference import observable_difference
 from inboxsim.scenarios.load import load_text
 from inboxsim.scenarios.runner import run_scenario
 from inboxsim.sim.run import RunOptions, run_seed
@@ -444,7 +444,7 @@ def test_verdicts_state_only_recomputed_figures(
     assert differences or seeds < 10  # circular evidence is shown as an observable difference
 
 
-# --- the observable difference (reports/difference.py) ------------------------------------
+# --- the observable difference (designs/difference.py) ------------------------------------
 
 SCENARIO_HEAD = """name = "difference"
 source = "tests/test_designs.py"

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from inboxsim.cli import main
+from inboxsim.commands.report import run_report
 from inboxsim.errors import HarnessError
 from inboxsim.invariants import REGISTRY
 from inboxsim.model import PRESETS
-from inboxsim.reports.command import run_report
 from inboxsim.reports.conformance_view import conformance_problems, sides
 from inboxsim.reports.counterexamples import make_example, shrink_key
 from inboxsim.reports.problems import group, run_problems

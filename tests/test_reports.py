@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from inboxsim.cli import main
+from inboxsim.commands.report import run_check, run_diff, run_report
 from inboxsim.model import PRESETS
 from inboxsim.reports.check import check_store
-from inboxsim.reports.command import run_check, run_diff, run_report
 from inboxsim.reports.diff import compare_rerun
 from inboxsim.reports.summary import upper_bounds
 from inboxsim.sim.run import RunOptions, run_seed

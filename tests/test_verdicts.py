@@ -1,4 +1,4 @@
-"""The design report's verdicts from figures (reports/verdicts.py), on hand-built runs.
+"""The design report's verdicts from figures (designs/verdicts.py), on hand-built runs.
 
 Each test builds the figures of an imagined run and checks that the words
 follow the figures: "indistinguishable" only when every seed was identical,
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from inboxsim.designs import verdicts as vd
+from inboxsim.designs.verdicts import key
 from inboxsim.invariants.registry import REGISTRY
 from inboxsim.model import PRESETS
-from inboxsim.reports import verdicts as vd
-from inboxsim.reports.verdicts import key
 
 DIFFERENCE = {
     "base": "g4",

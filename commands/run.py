@@ -12,9 +12,9 @@ from typing import Any
 
 from ..errors import ExitCode, HarnessError
 from ..model import Policy
+from ..scenarios.load import LoadedScenario, library_paths, load_scenario, resolve_policy
+from ..scenarios.runner import Failure, ScenarioResult, TargetFactory, default_monitor, run_scenario
 from ..targets.target import Target
-from .load import LoadedScenario, library_paths, load_scenario, resolve_policy
-from .runner import Failure, ScenarioResult, TargetFactory, default_monitor, run_scenario
 
 
 def gather(files: Sequence[str], library: bool) -> list[LoadedScenario]:

@@ -233,7 +233,7 @@ def normalized_hash(texts: Sequence[Any], policy_name: str) -> str:
 
 def timeline_png(steps: Sequence[Step], policy: str, violations: Sequence[Any]) -> bytes:
     """The swimlane of :mod:`.plots` drawn from a trace (not the store)."""
-    from .plots import run_detail, swimlane_png
+    from ..reports.plots import run_detail, swimlane_png
 
     cited = [(v.invariant, list(v.steps)) for v in violations]
     return swimlane_png(run_detail(steps, cited, policy))
@@ -254,7 +254,7 @@ class PolicyTask:
 
 def _explore_one(policy: Policy, sessions: int, depth: int, only: str | None) -> dict[str, Any]:
     from ..invariants.monitor import Monitor
-    from ..sim import explore as ex
+    from ..search import explore as ex
     from ..trace.record import step_wire
 
     def factory(p: Policy, hello: dict[str, Any]) -> Any:
@@ -602,7 +602,7 @@ METRICS: tuple[tuple[str, str, Callable[[dict[str, Any]], float | None]], ...] =
 
 def metric_figures(results: list[dict[str, Any]]) -> dict[str, bytes]:
     """One bar chart per metric across policies (steer/queue grouped for latency)."""
-    from .plots import PALETTE, _figure, _png
+    from ..reports.plots import PALETTE, _figure, _png
 
     figures: dict[str, bytes] = {}
     names = [r["name"] for r in results]

@@ -21,7 +21,7 @@ def _progress(label: str) -> Any:
 
 
 def run_check(db: str, checkers_module: str | None = None) -> dict[str, Any]:
-    from .check import check_document, check_store
+    from ..reports.check import check_document, check_store
 
     with open_store(db) as store:
         judged, skipped = check_store(store.con, checkers_module, _progress("check"))
@@ -42,14 +42,14 @@ def run_report(
     cached there, each as soon as it is made; a store that cannot take them
     (locked, read-only) is said on stderr and the report is written all the same."""
     from .. import __version__
+    from ..reports import counterexamples as cx
+    from ..reports.html import html_page
+    from ..reports.junit import junit_xml
+    from ..reports.plots import load_plot_data, pick_run, render_all
+    from ..reports.summary import load_facts, markdown, summarize
     from ..store.policies import load_fields, stored_policy
     from ..store.shrink_cache import load_shrunk, write_shrunk
     from ..store.traces import stored_trace
-    from . import counterexamples as cx
-    from .html import html_page
-    from .junit import junit_xml
-    from .plots import load_plot_data, pick_run, render_all
-    from .summary import load_facts, markdown, summarize
 
     with open_store(db) as store:
         facts = load_facts(store.con, db, SCHEMA_VERSION)
@@ -85,7 +85,7 @@ def run_report(
         lambda line: print(line, file=sys.stderr),
         keep,
     )
-    from .pages import report_pages
+    from ..reports.pages import report_pages
 
     pages = report_pages(doc, stored, picked, found)
     figures = render_all(data)
@@ -113,7 +113,7 @@ def run_report(
 
 
 def run_diff(base: str, new: str | None) -> dict[str, Any]:
-    from .diff import diff_stores, rerun_document, rerun_store, store_facts
+    from ..reports.diff import diff_stores, rerun_document, rerun_store, store_facts
 
     if new is None:
         with open_store(base) as store:
