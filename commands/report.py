@@ -8,8 +8,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ..errors import HarnessError
+from ..reports import counterexamples as cx
+from ..reports.check import check_document, check_store
+from ..reports.diff import diff_stores, rerun_document, rerun_store, store_facts
+from ..reports.html import html_page
+from ..reports.junit import junit_xml
+from ..reports.pages import report_pages
+from ..reports.plots import load_plot_data, pick_run, render_all
+from ..reports.summary import load_facts, markdown, summarize
+from ..store.policies import load_fields, stored_policy
+from ..store.shrink_cache import load_shrunk, write_shrunk
 from ..store.store import SCHEMA_VERSION, Store, open_store
+from ..store.traces import stored_trace
 
 
 def _progress(label: str) -> Any:
@@ -21,7 +33,6 @@ def _progress(label: str) -> Any:
 
 
 def run_check(db: str, checkers_module: str | None = None) -> dict[str, Any]:
-    from ..reports.check import check_document, check_store
 
     with open_store(db) as store:
         judged, skipped = check_store(store.con, checkers_module, _progress("check"))
@@ -41,15 +52,6 @@ def run_report(
     are shrunk now (the first ``shrink_problems``, ``shrink_seconds`` each) and
     cached there, each as soon as it is made; a store that cannot take them
     (locked, read-only) is said on stderr and the report is written all the same."""
-    from .. import __version__
-    from ..reports import counterexamples as cx
-    from ..reports.html import html_page
-    from ..reports.junit import junit_xml
-    from ..reports.plots import load_plot_data, pick_run, render_all
-    from ..reports.summary import load_facts, markdown, summarize
-    from ..store.policies import load_fields, stored_policy
-    from ..store.shrink_cache import load_shrunk, write_shrunk
-    from ..store.traces import stored_trace
 
     with open_store(db) as store:
         facts = load_facts(store.con, db, SCHEMA_VERSION)
@@ -85,7 +87,6 @@ def run_report(
         lambda line: print(line, file=sys.stderr),
         keep,
     )
-    from ..reports.pages import report_pages
 
     pages = report_pages(doc, stored, picked, found)
     figures = render_all(data)
@@ -113,7 +114,6 @@ def run_report(
 
 
 def run_diff(base: str, new: str | None) -> dict[str, Any]:
-    from ..reports.diff import diff_stores, rerun_document, rerun_store, store_facts
 
     if new is None:
         with open_store(base) as store:

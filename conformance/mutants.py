@@ -31,8 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..model import G4, Policy
+from ..model import G4, Create, Hello, Policy
+from ..scenarios.load import load_library
+from ..scenarios.runner import default_monitor, run_scenario
 from ..search.lockstep import Divergence, LockstepTarget
+from ..search.repro import shrink_conformance, shrink_conformance_scenario
+from ..sim.run import RunOptions, run_seed
 from ..targets.adapter import AdapterTarget
 from ..targets.protocol import ProtocolError
 from ..targets.target import ModelTarget
@@ -178,7 +182,6 @@ def mutant_command(name: str | None) -> tuple[list[str], dict[str, str]]:
 
 def library_planted_bugs() -> dict[str, str]:
     """Library scenario name -> its ``planted_bug`` name."""
-    from ..scenarios.load import load_library
 
     out = {}
     for loaded in load_library():
@@ -204,7 +207,6 @@ class CountingTarget:
         self.steps = self.operations = self.faults = 0
 
     def request(self, op: Any, crash_at: str | None = None) -> Any:
-        from ..model import Create, Hello
 
         self.steps += 1
         if not isinstance(op, (Hello, Create)):
@@ -345,8 +347,6 @@ def _check_mutant(
     monitor: Any,
     shrinking: tuple[bool, float, int],
 ) -> KillResult:
-    from ..scenarios.load import load_library
-    from ..scenarios.runner import default_monitor, run_scenario
 
     if scenarios is None:
         scenarios = load_library()
@@ -477,7 +477,6 @@ def shrunk_length(
     the adapter to a minimal repro scenario (:mod:`.repro`); its operations
     (:func:`repro_operations`), or None when it could not be shrunk (a failure
     only by an expectation, or one that did not recur)."""
-    from ..search.repro import shrink_conformance, shrink_conformance_scenario
 
     common: dict[str, Any] = {
         "timeout": timeout,
@@ -531,7 +530,6 @@ def kill_matrix(
     **kw: Any,
 ) -> list[KillResult]:
     """:func:`check_mutant` for each mutant (all by default)."""
-    from ..scenarios.load import load_library
 
     scenarios = load_library()
     seeds = tuple(seeds)
@@ -705,7 +703,6 @@ def seeded_detection(
     or until ``seconds`` have passed (a seed that started runs to its end).
     With ``shrink_seconds``, the failing seed is then shrunk through the
     adapter (:func:`shrunk_length`) for at most that long."""
-    from ..sim.run import RunOptions, run_seed
 
     argv, _ = mutant_command(name)
     found = Detection("seeded", name)

@@ -42,6 +42,7 @@ from urllib.parse import quote
 
 from ..errors import HarnessError
 from ..impls.opencode.events import EVENT_MAP
+from ..invariants.registry import expected
 from ..model import Event, Policy, load_policy
 from ..model.values import canonical_json
 from .validate import ValidateResult, judged_under, validate_events
@@ -344,7 +345,6 @@ def validate_db(path: str | Path, policy: str = "g2") -> DbResult:
 
 
 def _expected(policy: Policy) -> frozenset[str]:
-    from ..invariants.registry import expected
 
     return frozenset(expected(policy))
 

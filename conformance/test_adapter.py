@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from inboxsim.conformance.check import SHRINKABLE, _attach_repro, conformance, scenario_item
+from inboxsim.model import load_policy
 from inboxsim.scenarios.load import load_library
 
 LIBRARY = {loaded.scenario.name: loaded for loaded in load_library()}
@@ -52,7 +54,6 @@ def _judge(item: Any) -> None:
 @pytest.fixture(scope="session")
 def inboxsim_sweep(inboxsim_config: Any, tmp_path_factory: Any) -> Any:
     """The seeded sweep, run once for the seed and invariant tests."""
-    from inboxsim.conformance.check import conformance
 
     cfg = inboxsim_config
     return conformance(
@@ -73,8 +74,6 @@ def inboxsim_sweep(inboxsim_config: Any, tmp_path_factory: Any) -> Any:
 def test_scenario(
     scenario: str, inboxsim_config: Any, tmp_path: Any, tmp_path_factory: Any
 ) -> None:
-    from inboxsim.conformance.check import SHRINKABLE, _attach_repro, scenario_item
-    from inboxsim.model import load_policy
 
     cfg = inboxsim_config
     policy = load_policy(cfg.policy)

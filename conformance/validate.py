@@ -46,6 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HarnessError
+from ..invariants import Monitor
+from ..invariants.registry import expected
 from ..model import Event, Ok, Policy, load_policy
 from ..model.ops import Hello, Log
 from ..model.values import canonical_json
@@ -273,7 +275,6 @@ def _fold(events: list[tuple[int, Event]], policy: Policy) -> list[dict[str, Any
 def judged_under(policy: Policy) -> tuple[str, ...]:
     """The invariants of :data:`JUDGED` the policy is expected to keep (``g5``'s
     barrier lets earlier steers through; ``g2`` stamps admission time)."""
-    from ..invariants.registry import expected
 
     keep = expected(policy)
     return tuple(i for i in JUDGED if i in keep)
@@ -282,7 +283,6 @@ def judged_under(policy: Policy) -> tuple[str, ...]:
 def validate_events(
     events: list[tuple[int, Event]], policy: Policy, file: str = "<events>"
 ) -> ValidateResult:
-    from ..invariants import Monitor
 
     only = [ev for _, ev in events]
     lines = [n for n, _ in events]

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..model.policy import Policy
+from ..scenarios.load import load_text
+from ..scenarios.runner import run_scenario
 from ..trace.record import Step, observed_wire, reply_wire, step_wire
 
 DIFFERENCE_PARTS = 3
@@ -162,8 +164,6 @@ def first_difference(
 
 def observable_difference(scenario: str, base: Policy, other: Policy) -> dict[str, Any] | None:
     """Run a scenario under two policies (no checker) and compare step by step."""
-    from ..scenarios.load import load_text
-    from ..scenarios.runner import run_scenario
 
     loaded = load_text(scenario)
     a = run_scenario(loaded, policy=base, monitor=False).trace.steps

@@ -41,9 +41,15 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from ..invariants.base import Violation
+from ..invariants.monitor import Monitor
 from ..invariants.registry import REGISTRY
-from ..model.policy import PRESETS, Policy
-from ..trace.record import Step
+from ..model.policy import PRESETS, Policy, load_policy
+from ..reports.plots import PALETTE, new_figure, png_bytes, run_detail, swimlane_png
+from ..search import explore as ex
+from ..search.shrink import shrink_run
+from ..sim.run import RunOptions, run_seed
+from ..trace.record import Step, step_wire
 from . import verdicts as vd
 from .difference import observable_difference
 from .verdicts import plural
@@ -233,7 +239,6 @@ def normalized_hash(texts: Sequence[Any], policy_name: str) -> str:
 
 def timeline_png(steps: Sequence[Step], policy: str, violations: Sequence[Any]) -> bytes:
     """The swimlane of :mod:`.plots` drawn from a trace (not the store)."""
-    from ..reports.plots import run_detail, swimlane_png
 
     cited = [(v.invariant, list(v.steps)) for v in violations]
     return swimlane_png(run_detail(steps, cited, policy))
@@ -253,9 +258,6 @@ class PolicyTask:
 
 
 def _explore_one(policy: Policy, sessions: int, depth: int, only: str | None) -> dict[str, Any]:
-    from ..invariants.monitor import Monitor
-    from ..search import explore as ex
-    from ..trace.record import step_wire
 
     def factory(p: Policy, hello: dict[str, Any]) -> Any:
         return Monitor(p, hello, invariants=None if only is None else (only,))
@@ -295,9 +297,6 @@ SHRINK_TIME_LIMIT = 600.0
 
 def _shrink_one(task: PolicyTask, invariant: str, seed: int) -> dict[str, Any]:
     """The first failing seed of ``invariant``, rerun judging it alone, shrunk."""
-    from ..invariants.monitor import Monitor
-    from ..search.shrink import shrink_run
-    from ..sim.run import RunOptions, run_seed
 
     options = RunOptions(ops=task.ops)
 
@@ -346,8 +345,6 @@ class _Marked:
 
 def study_policy(task: PolicyTask) -> dict[str, Any]:
     """Sweep and explore one policy (runs in a worker)."""
-    from ..invariants.monitor import Monitor
-    from ..sim.run import RunOptions, run_seed
 
     started = time.perf_counter()
     options = RunOptions(ops=task.ops)
@@ -363,8 +360,6 @@ def study_policy(task: PolicyTask) -> dict[str, Any]:
             m = _Collecting(Monitor(p, hello))
             holder.append(m)
             return m
-
-        from ..invariants.base import Violation
 
         result = run_seed(seed, task.policy, options, monitor=monitor, violation=Violation)
         found = list(holder[0].found) + list(result.violations)
@@ -602,7 +597,6 @@ METRICS: tuple[tuple[str, str, Callable[[dict[str, Any]], float | None]], ...] =
 
 def metric_figures(results: list[dict[str, Any]]) -> dict[str, bytes]:
     """One bar chart per metric across policies (steer/queue grouped for latency)."""
-    from ..reports.plots import PALETTE, _figure, _png
 
     figures: dict[str, bytes] = {}
     names = [r["name"] for r in results]
@@ -611,7 +605,7 @@ def metric_figures(results: list[dict[str, Any]]) -> dict[str, bytes]:
         ("latency-now", "admission-to-promotion latency (now units)", "latency_now"),
     )
     for key, title, field in groups:
-        fig, ax = _figure(8, 3)
+        fig, ax = new_figure(8, 3)
         width = 0.4
         for k, d in enumerate(("steer", "queue")):
             ys = [r["metrics"][field].get(d, {}).get("mean") or 0 for r in results]
@@ -627,15 +621,15 @@ def metric_figures(results: list[dict[str, Any]]) -> dict[str, bytes]:
         ax.set_title(title)
         ax.legend(fontsize=8)
         fig.tight_layout()
-        figures[f"{key}.png"] = _png(fig)
+        figures[f"{key}.png"] = png_bytes(fig)
     for key, title, get in METRICS[4:]:
-        fig, ax = _figure(8, 2.8)
+        fig, ax = new_figure(8, 2.8)
         ys = [get(r["metrics"]) or 0 for r in results]
         ax.bar(range(len(names)), ys, color="#1f77b4")
         ax.set_xticks(range(len(names)), names)
         ax.set_title(title)
         fig.tight_layout()
-        figures[f"{key}.png"] = _png(fig)
+        figures[f"{key}.png"] = png_bytes(fig)
     return figures
 
 
@@ -915,7 +909,6 @@ def write(doc: dict[str, Any], images: dict[str, bytes], out: Path) -> list[Path
 
 def resolve(policies: str | None, files: Sequence[str]) -> list[tuple[str, Policy]]:
     """The policies to study, as (spec, policy); raises PolicyError on a bad one."""
-    from ..model.policy import load_policy
 
     specs = [
         s.strip() for s in (policies.split(",") if policies else DEFAULT_POLICIES) if s.strip()

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import HarnessError
+from ..sim.checkers import load
+from ..store.policies import load_fields, stored_policy
 from ..store.traces import StoredRun, stored_runs, traces
 from ..trace.record import Trace, trace_hash
 
@@ -106,8 +108,6 @@ def check_store(
     con: Any, checkers_module: str | None = None, progress: Callable[[int, int], None] | None = None
 ) -> tuple[list[Rejudged], list[Skipped]]:
     """Judge every stored run again (the I/O edge: reads runs and steps)."""
-    from ..sim.checkers import load
-    from ..store.policies import load_fields, stored_policy
 
     monitor, _ = load(checkers_module)
     runs = stored_runs(con)

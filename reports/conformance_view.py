@@ -18,6 +18,8 @@ import json
 from html import escape
 from typing import Any
 
+from ..sim.show import call_text, message_text, pending_text
+from ..trace.decode import observed_from_wire
 from .problems import group
 
 Row = tuple[Any, ...]
@@ -297,8 +299,6 @@ def _problem_html(n: int, p: dict[str, Any], target: str) -> list[str]:
 
 def _views_lines(views: dict[str, Any]) -> dict[str, str]:
     """A side's views (pending, transcript, open calls) as text, one line per session."""
-    from ..sim.show import call_text, message_text, pending_text
-    from ..trace.decode import observed_from_wire
 
     shown = observed_from_wire(
         {

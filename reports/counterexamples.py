@@ -24,7 +24,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import __version__
+from ..invariants import Monitor
+from ..model import Ok
+from ..model.policy import PolicyError
+from ..search.shrink import shrink_run
+from ..sim.run import RunOptions, run_seed
 from ..store.shrink_cache import ShrinkKey
+from ..store.traces import step_from_row
 from ..trace.record import Step, step_wire
 
 MAX_RUNS = 2_000
@@ -50,7 +57,6 @@ def shrink_key(problem: dict[str, Any]) -> ShrinkKey | None:
 
 
 def _options(text: str) -> Any:
-    from ..sim.run import RunOptions
 
     doc = json.loads(text)
     return RunOptions(
@@ -63,8 +69,6 @@ def _options(text: str) -> Any:
 def judge(steps: Sequence[Step], policy: Any, only_expected: bool, alone: str | None) -> list:
     """Every violation the checkers find in ``steps``, judged to the end (as
     a scenario run is): (invariant, steps cited, message)."""
-    from ..invariants import Monitor
-    from ..model import Ok
 
     first = steps[0].reply if steps else None
     hello = first.result if isinstance(first, Ok) else {}
@@ -78,10 +82,6 @@ def make_example(
 ) -> tuple[str, dict[str, Any]]:
     """Run the seed and shrink it for the key's invariant: (outcome, example)
     as :mod:`.shrink_cache` keeps them."""
-    from .. import __version__
-    from ..invariants import Monitor
-    from ..search.shrink import shrink_run
-    from ..sim.run import run_seed
 
     options = _options(key.options)
     started = time.perf_counter()
@@ -127,7 +127,6 @@ def make_example(
 
 def example_steps(example: dict[str, Any]) -> tuple[Step, ...]:
     """The minimal trace's steps of a cached example."""
-    from ..store.traces import step_from_row
 
     opened: dict[str, int] = {}
     dump = json.dumps
@@ -164,7 +163,6 @@ def examples_for(
     an interrupted report keeps what it finished). ``policies(key)``: the
     policy the key's run ran under (a :class:`~inboxsim.model.policy.PolicyError`
     is said, not raised). A problem that cannot be shrunk is absent."""
-    from ..model.policy import PolicyError
 
     say = say or (lambda _line: None)
     found: dict[str, tuple[str, dict[str, Any]]] = {}

@@ -18,6 +18,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import HarnessError
+from ..sim.run import RunOptions, run_decisions
+from ..store.policies import current_policy, load_fields
+from ..store.traces import stored_runs
+from ..trace.probes import REQUIRED
+from .check import skipped_lines
+
 Key = tuple[str, str, int]  # policy, options, seed
 
 
@@ -34,7 +41,6 @@ class StoreFacts:
 
 
 def store_facts(con: Any, db: str) -> StoreFacts:
-    from ..trace.probes import REQUIRED
 
     violated: dict[int, set[str]] = {}
     for run_id, invariant in con.execute(
@@ -253,10 +259,6 @@ def rerun_store(
     """Replay every stored run's decision list under the current model,
     policy and checkers; return (runs replayed, changes, skipped runs with
     why: a custom policy stored without its fields)."""
-    from ..errors import HarnessError
-    from ..sim.run import RunOptions, run_decisions
-    from ..store.policies import current_policy, load_fields
-    from ..store.traces import stored_runs
 
     runs = stored_runs(con)
     fields = load_fields(con)
@@ -341,7 +343,6 @@ def rerun_document(
 
 
 def rerun_lines(doc: dict[str, Any]) -> list[str]:
-    from .check import skipped_lines
 
     lines = [f"reran {doc['runs']} stored runs of {doc['rerun']}: {len(doc['changed'])} changed"]
     lines += skipped_lines(doc["skipped"])

@@ -10,6 +10,8 @@ from typing import Any
 
 from .conformance_view import html_parts
 from .problems import size_words
+from .summary import headline, repeats_note
+from .viewer import STYLE as VIEWER_STYLE
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1300px;color:#222}
@@ -131,7 +133,7 @@ def _problem(n: int, p: dict[str, Any], table: str) -> list[str]:
         out.append(f"<p>Runs of this problem that also violated: {escape(also)}.</p>")
     if example.get("outcome") == "shrunk":
         out.append(
-            f'<h4>Shrunk counterexample: {size_words(example["final"])} (seed {example["seed"]}: '
+            f"<h4>Shrunk counterexample: {size_words(example['final'])} (seed {example['seed']}: "
             f"{size_words(example['original'])})</h4>"
             f'<p><a class="viewer" href="{escape(example["page"])}">viewer page</a> · '
             f'<a href="{escape(example["file"])}">scenario file</a> · '
@@ -164,8 +166,6 @@ def html_page(
 ) -> str:
     """``timeline``: the timeline as inline SVG with hover titles (else the
     PNG); ``tables``: each problem's step table by problem id."""
-    from .summary import headline, repeats_note
-    from .viewer import STYLE as VIEWER_STYLE
 
     bad = bool(doc["exit_code"])
     parts = [
@@ -198,8 +198,11 @@ def html_page(
         "admissions (blue steer, orange queue), circles promotions, triangles model calls opened and "
         "answered; shaded spans run from a crash to its restart; dashed red lines are violating "
         "steps."
-        + (" Hover a mark to see what it is; click it to open that step in the run's viewer page."
-           if timeline else "")
+        + (
+            " Hover a mark to see what it is; click it to open that step in the run's viewer page."
+            if timeline
+            else ""
+        )
         + "</p>"
     )
     for name, caption in _FIGURES:

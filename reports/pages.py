@@ -12,16 +12,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..invariants import REGISTRY
 from ..trace.record import Step
+from .counterexamples import example_steps
+from .plots import run_detail, swimlane_svg
 from .problems import size_words
-from .viewer import Finding, Page, page_html
+from .summary import replay_command
+from .viewer import Finding, Page, page_html, step_table
 
 Violation = tuple[str, Sequence[int], str]  # invariant, steps cited, message
 
 
 def findings(violations: Sequence[Violation]) -> tuple[Finding, ...]:
     """Violations with their invariants' statements (from the registry)."""
-    from ..invariants import REGISTRY
 
     return tuple(
         Finding(inv, tuple(steps), message, REGISTRY[inv].statement if inv in REGISTRY else "")
@@ -37,7 +40,6 @@ def timeline(
     run_id: int = 0,
 ) -> str:
     """A run's timeline as inline SVG, each mark a link to ``#step-N``."""
-    from .plots import run_detail, swimlane_svg
 
     if not steps:
         return ""
@@ -121,7 +123,6 @@ def run_file(run_id: int) -> str:
 
 def stored_page(run: Any, trace: Any, svg: str | None = None) -> str:
     """The page of a stored run (:class:`~.traces.StoredRun` and its trace)."""
-    from .summary import replay_command
 
     what = f"seed {run.seed}" if run.seed is not None else f"scenario {run.scenario}"
     violations = [(v[0], v[1], v[2]) for v in run.violations]
@@ -160,8 +161,6 @@ def report_pages(
     timeline draws (``stored``: run id -> (StoredRun, Trace) or None;
     ``examples``: problem id -> (outcome, example) of :mod:`.counterexamples`).
     Fills each problem's ``example`` and ``first.page`` entries in ``doc``."""
-    from .counterexamples import example_steps
-    from .viewer import step_table
 
     out = ReportPages()
     for run_id, found in stored.items():

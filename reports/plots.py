@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..model import Crashed
+
 Row = tuple[Any, ...]
 DPI = 100
 PALETTE = {"steer": "#1f77b4", "queue": "#ff7f0e", None: "#7f7f7f"}
@@ -66,7 +68,6 @@ def run_detail(
     each step appended (admissions and promotions with their delivery), the
     crashes (a kill, or a request that died at a failpoint), the restarts,
     the violating steps, and each session's pending depth where it changed."""
-    from ..model import Crashed
 
     events, depth, crashes, restarts = [], [], [], []
     delivery: dict[tuple[str, str | None], str | None] = {}
@@ -130,7 +131,7 @@ def load_plot_data(con: Any, run_id: int | None) -> PlotData:
 # --- drawing -------------------------------------------------------------------
 
 
-def _figure(width: float, height: float) -> tuple[Any, Any]:
+def new_figure(width: float, height: float) -> tuple[Any, Any]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -140,7 +141,7 @@ def _figure(width: float, height: float) -> tuple[Any, Any]:
     return fig, fig.add_subplot(1, 1, 1)
 
 
-def _png(fig: Any) -> bytes:
+def png_bytes(fig: Any) -> bytes:
     buf = io.BytesIO()
     # No "Software" key: the bytes then do not change with matplotlib's version.
     fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
@@ -177,7 +178,7 @@ def _draw_swimlane(run: RunDetail) -> tuple[Any, list[Mark]]:
     """The swimlane figure, and what each of its marks is (for the SVG's
     hover titles): one artist per legend label, its points in order."""
     lanes = {s: i for i, s in enumerate(run.sessions)}
-    fig, ax = _figure(12, max(3.0, 1.2 + 0.6 * len(lanes)))
+    fig, ax = new_figure(12, max(3.0, 1.2 + 0.6 * len(lanes)))
     marks: list[Mark] = []
     for n, crash in enumerate(run.crashes):
         end = next((r for r in run.restarts if r >= crash), crash)
@@ -212,7 +213,11 @@ def _draw_swimlane(run: RunDetail) -> tuple[Any, list[Mark]]:
         points.setdefault(label, (*style, []))[3].append((step, y + offset, title))
     for n, (label, (marker, size, colour, where)) in enumerate(points.items()):
         dots = ax.scatter(
-            [p[0] for p in where], [p[1] for p in where], marker=marker, s=size, color=colour,
+            [p[0] for p in where],
+            [p[1] for p in where],
+            marker=marker,
+            s=size,
+            color=colour,
             label=label,
         )
         dots.set_gid(f"marks-{n}")
@@ -236,10 +241,10 @@ def swimlane_png(run: RunDetail | None) -> bytes:
     """One lane per session; x is the step. Crash-to-restart spans shaded,
     violating steps marked with red lines."""
     if run is None:
-        fig, ax = _figure(12, 2)
+        fig, ax = new_figure(12, 2)
         _empty(ax, "no runs in the store")
-        return _png(fig)
-    return _png(_draw_swimlane(run)[0])
+        return png_bytes(fig)
+    return png_bytes(_draw_swimlane(run)[0])
 
 
 _SVG = "http://www.w3.org/2000/svg"
@@ -291,10 +296,10 @@ def swimlane_svg(run: RunDetail, link: Callable[[int], str] | None = None) -> st
 
 
 def depth_png(run: RunDetail | None) -> bytes:
-    fig, ax = _figure(12, 3)
+    fig, ax = new_figure(12, 3)
     if run is None or not run.depth:
         _empty(ax, "no pending inbox observed")
-        return _png(fig)
+        return png_bytes(fig)
     for session in run.sessions:
         points = [(d[0], d[2]) for d in run.depth if d[1] == session]
         if not points:
@@ -307,16 +312,16 @@ def depth_png(run: RunDetail | None) -> bytes:
     ax.set_title("inbox depth over time (same run)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def latency_png(rows: list[Row]) -> bytes:
     """Admission-to-promotion latency (virtual time) by delivery and policy,
     as box plots from quantiles computed in SQL (any store size)."""
-    fig, ax = _figure(8, 3.2)
+    fig, ax = new_figure(8, 3.2)
     if not rows:
         _empty(ax, "no promotions")
-        return _png(fig)
+        return png_bytes(fig)
     stats = [
         {
             "label": f"{r[1] or '?'}\n{r[0]} (n={r[2]})",
@@ -337,14 +342,14 @@ def latency_png(rows: list[Row]) -> bytes:
     ax.set_ylabel("latency (virtual time units)")
     ax.set_title("admission to promotion, by delivery (whiskers: 5th and 95th percentiles)")
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def violations_png(rows: list[Row]) -> bytes:
-    fig, ax = _figure(8, 1.2 + 0.35 * max(1, len(rows)))
+    fig, ax = new_figure(8, 1.2 + 0.35 * max(1, len(rows)))
     if not rows:
         _empty(ax, "no violations")
-        return _png(fig)
+        return png_bytes(fig)
     labels = [f"{r[0]} ({r[1]})" for r in rows]
     ax.barh(range(len(rows)), [r[2] for r in rows], color="#d62728")
     ax.set_yticks(range(len(rows)), labels)
@@ -352,14 +357,14 @@ def violations_png(rows: list[Row]) -> bytes:
     ax.set_xlabel("runs violating")
     ax.set_title("violations by invariant and policy")
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def probes_png(rows: list[Row]) -> bytes:
-    fig, ax = _figure(8, 1.2 + 0.3 * max(1, len(rows)))
+    fig, ax = new_figure(8, 1.2 + 0.3 * max(1, len(rows)))
     if not rows:
         _empty(ax, "no probe hits")
-        return _png(fig)
+        return png_bytes(fig)
     labels = [f"{r[1]} ({r[0]})" for r in rows]
     ax.barh(range(len(rows)), [100.0 * r[2] / r[3] for r in rows], color="#1f77b4")
     ax.set_yticks(range(len(rows)), labels, fontsize=8)
@@ -368,7 +373,7 @@ def probes_png(rows: list[Row]) -> bytes:
     ax.set_xlabel("% of runs that hit the probe")
     ax.set_title("probe coverage")
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def render_all(data: PlotData) -> dict[str, bytes]:

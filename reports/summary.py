@@ -20,7 +20,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conformance_view import markdown_lines, summarize_conformance
+from ..invariants import REGISTRY
+from ..trace.probes import PROBES
+from .conformance_view import load_conformance, markdown_lines, summarize_conformance
 from .problems import run_problems, size_words
 
 Row = tuple[Any, ...]
@@ -54,9 +56,6 @@ class Facts:
 
 def load_facts(con: Any, db: str, schema_version: int) -> Facts:
     """Read the facts (the I/O edge)."""
-    from ..invariants import REGISTRY
-    from ..trace.probes import PROBES
-    from .conformance_view import load_conformance
 
     q = lambda sql: con.execute(sql).fetchall()  # noqa: E731
     return Facts(

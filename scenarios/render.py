@@ -50,23 +50,25 @@ def write_scenario(
             4,
         )
     lines = [
-        f"name = {_value(name)}",
-        f"source = {_value(source)}",
-        f"policy = {_value(policy_name)}",
+        f"name = {toml_value(name)}",
+        f"source = {toml_value(source)}",
+        f"policy = {toml_value(policy_name)}",
         f"step_limit = {step_limit}",
     ]
     if tags:
-        lines.append(f"tags = {_value(list(tags))}")
+        lines.append(f"tags = {toml_value(list(tags))}")
     if breaks_under:
-        lines.append(f"breaks_under = {_value(list(breaks_under))}")
+        lines.append(f"breaks_under = {toml_value(list(breaks_under))}")
     if planted_bug is not None:
-        lines.append(f"planted_bug = {_value({'name': planted_bug[0], 'reason': planted_bug[1]})}")
+        lines.append(
+            f"planted_bug = {toml_value({'name': planted_bug[0], 'reason': planted_bug[1]})}"
+        )
     if expect_violation is not None:
-        lines.append(f"expect_violation = {_value(expect_violation)}")
+        lines.append(f"expect_violation = {toml_value(expect_violation)}")
     for table in _step_tables(steps):
         lines.append("")
         lines.append("[[step]]")
-        lines.extend(f"{_key(k)} = {_value(v)}" for k, v in table.items())
+        lines.extend(f"{toml_key(k)} = {toml_value(v)}" for k, v in table.items())
     return "\n".join(lines) + "\n"
 
 
@@ -131,7 +133,7 @@ def _request_table(step: Step, view: View, names: Names, now: int) -> dict[str, 
 _BARE = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
-def _key(key: str) -> str:
+def toml_key(key: str) -> str:
     return key if _BARE.match(key) else _string(key)
 
 
@@ -140,7 +142,7 @@ def _string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
-def _value(value: Any) -> str:
+def toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -154,10 +156,12 @@ def _value(value: Any) -> str:
     if isinstance(value, str):
         return _string(value)
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
         return (
-            "{ " + ", ".join(f"{_key(str(k))} = {_value(v)}" for k, v in value.items()) + " }"
+            "{ "
+            + ", ".join(f"{toml_key(str(k))} = {toml_value(v)}" for k, v in value.items())
+            + " }"
             if value
             else "{}"
         )

@@ -72,6 +72,7 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..model import Call, Crashed, Err, Hello, Ok, Op, Reply
+from ..scenarios.runner import run_scenario
 from ..sim.workload import NO_METADATA
 from ..targets.target import Target
 from ..trace.decode import call_from_wire, message_from_wire, pending_from_wire
@@ -628,8 +629,6 @@ def run_scenarios_lockstep(
     or ``policy``; a divergence is caught and reported, the scenario's own
     failures too."""
     import time
-
-    from ..scenarios.runner import run_scenario
 
     out = []
     for loaded in scenarios:

@@ -33,18 +33,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..model import Crashed, Err, Ok, Policy
+from ..invariants import Monitor
+from ..model import Crashed, Err, Ok, Policy, load_policy
+from ..scenarios.load import LoadedScenario, load_text
+from ..scenarios.names import COPY, GEN, Names
+from ..scenarios.render import toml_key, toml_value, write_scenario
+from ..scenarios.runner import run_scenario
+from ..scenarios.schema import EXPECTATIONS, Scenario
+from ..sim.run import RunOptions
 from ..targets.adapter import DEFAULT_TIMEOUT, AdapterTarget, split_command
+from ..targets.protocol import ProtocolError
+from ..targets.target import ModelTarget
+from ..trace.view import View
+from .lockstep import Divergence, LockstepTarget
 from .shrink import (
+    Search,
     ThroughShrink,
-    _delete_pass,
-    _field_pass,
-    _freeze,
-    _Search,
-    _thaw,
+    delete_pass,
     failure_key,
+    field_pass,
+    freeze,
     shrink_through,
     size_of,
+    thaw,
 )
 
 DEFAULT_OPS = 40
@@ -122,8 +133,6 @@ class LockstepFactory:
         self.counter = 0
 
     def __call__(self, policy: Policy, step_limit: int) -> Any:
-        from ..targets.target import ModelTarget
-        from .lockstep import LockstepTarget
 
         self.counter += 1
         folder = self.base / f"lockstep-{self.counter}"
@@ -143,7 +152,6 @@ def _bare_factory(command: Sequence[str], timeout: float, base: Path) -> Any:
 
 
 def _monitor() -> Any:
-    from ..invariants import Monitor
 
     def make(policy: Policy, hello: dict[str, Any], *_: Any) -> Any:
         return Monitor(policy, hello, only_expected=True)
@@ -162,9 +170,6 @@ def scenario_key(
     failures are not keys (the shrinker strips expectations); a protocol
     error or a skipped feature is ``other:...`` so that it never counts as
     the same failure. A divergence is also appended to ``found``."""
-    from ..scenarios.runner import run_scenario
-    from ..targets.protocol import ProtocolError
-    from .lockstep import Divergence
 
     try:
         result = run_scenario(loaded, policy, target_factory=factory, monitor=_monitor())
@@ -190,9 +195,6 @@ def _checks(
 ) -> tuple[bool, bool, bool, dict[str, Any] | None]:
     """(verified, standalone, model_passes, the divergence in lockstep as
     :meth:`~.lockstep.Divergence.to_dict`) of a repro text."""
-    from ..scenarios.load import load_text
-    from ..scenarios.runner import run_scenario
-    from ..targets.protocol import ProtocolError
 
     loaded = load_text(text, "<repro>")
     found: list[Any] = []
@@ -221,11 +223,6 @@ def with_model_expectations(text: str, key: str, where: str, policy: Policy) -> 
     other key returns ``text`` unchanged)."""
     if not key.startswith("diverged:"):
         return text
-    from ..scenarios.load import load_text
-    from ..scenarios.names import COPY, GEN, Names
-    from ..scenarios.render import _key, _value
-    from ..scenarios.runner import run_scenario
-    from ..trace.view import View
 
     part = key.split(":")[2]
     loaded = load_text(text, "<repro>")
@@ -293,7 +290,7 @@ def with_model_expectations(text: str, key: str, where: str, policy: Policy) -> 
         ]
     if not expect:
         return text
-    lines = [f"{_key(k)} = {_value(v)}" for k, v in expect.items()]
+    lines = [f"{toml_key(k)} = {toml_value(v)}" for k, v in expect.items()]
     return text.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
 
 
@@ -318,9 +315,6 @@ def shrink_conformance(
     conformance`` runs it) and, if it fails, shrink it through the same
     adapter to a minimal repro scenario; written to ``out`` (a folder) when
     given. None when the seed holds."""
-    from ..model import load_policy
-    from ..scenarios.render import write_scenario
-    from ..sim.run import RunOptions
 
     argv = split_command(command) if isinstance(command, str) else list(command)
     the_policy = load_policy(policy) if isinstance(policy, str) else policy
@@ -394,10 +388,6 @@ def shrink_conformance_scenario(
     steps deleted (and ``crash_at``, ``now`` and optional fields dropped)
     while it still fails with the same key, run through fresh adapters each
     time. None when it holds (or fails only by an expectation)."""
-    from ..model import load_policy
-    from ..scenarios.load import LoadedScenario
-    from ..scenarios.render import _key, _value
-    from ..scenarios.schema import EXPECTATIONS, Scenario
 
     started = time.perf_counter()
     argv = split_command(command) if isinstance(command, str) else list(command)
@@ -413,9 +403,7 @@ def shrink_conformance_scenario(
     steps0 = tuple(
         tuple(
             sorted(
-                (k, _freeze(v))
-                for k, v in s.model_dump(exclude_none=True).items()
-                if k not in strip
+                (k, freeze(v)) for k, v in s.model_dump(exclude_none=True).items() if k not in strip
             )
         )
         for s in sc.step
@@ -428,7 +416,7 @@ def shrink_conformance_scenario(
             if not cand:
                 return None
             try:
-                doc = {**header, "step": [{k: _thaw(v) for k, v in s} for s in cand]}
+                doc = {**header, "step": [{k: thaw(v) for k, v in s} for s in cand]}
                 return LoadedScenario(Scenario.model_validate(doc), loaded.origin)
             except Exception:  # noqa: BLE001 - an invalid candidate is simply not kept
                 return None
@@ -451,7 +439,7 @@ def shrink_conformance_scenario(
             return (len(cand), sum(len(s) for s in cand), repr(cand)), cand
 
         wheres[steps0] = (first_msg, first_where)
-        search = _Search(
+        search = Search(
             test,
             steps0,
             (len(steps0), sum(len(s) for s in steps0), repr(steps0)),
@@ -460,16 +448,16 @@ def shrink_conformance_scenario(
         )
         search.runs = 1
         while not search.spent():
-            improved = _delete_pass(search)
-            improved = _field_pass(search) or improved
+            improved = delete_pass(search)
+            improved = field_pass(search) or improved
             if not improved:
                 break
         final = search.cur
         msg, where = wheres[final]
         runs = search.runs
-    lines = [f"{_key(k)} = {_value(v)}" for k, v in header.items()]
+    lines = [f"{toml_key(k)} = {toml_value(v)}" for k, v in header.items()]
     for s in final:
-        lines += ["", "[[step]]"] + [f"{_key(k)} = {_value(_thaw(v))}" for k, v in s]
+        lines += ["", "[[step]]"] + [f"{toml_key(k)} = {toml_value(thaw(v))}" for k, v in s]
     text = "\n".join(lines) + "\n"
     shrunk = ThroughShrink(
         first_key,

@@ -35,11 +35,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..invariants import Monitor
 from ..model import Create, Hello, Policy
+from ..scenarios.load import LoadedScenario, load_scenario, load_text, resolve_policy
+from ..scenarios.render import write_scenario
+from ..scenarios.runner import run_scenario
+from ..scenarios.schema import Scenario
 from ..sim import checkers
-from ..sim.rng import Chooser, replayer
+from ..sim.rng import Chooser, replayer, seeded
 from ..sim.run import RunOptions, RunResult, run, run_seed
-from ..trace.record import Phase, Step, StepKind
+from ..trace.record import NOTHING, Phase, Step, StepKind
+from .lockstep import Divergence
 
 DEFAULT_MAX_RUNS = 20_000
 DEFAULT_TIME_LIMIT = 60.0
@@ -128,7 +134,7 @@ class ShrinkResult:
 Key = tuple[Any, ...]
 
 
-class _Search:
+class Search:
     """Keeps the current best candidate and the budget; ``attempt`` tries one."""
 
     def __init__(
@@ -175,7 +181,7 @@ def _chunk_sizes(n: int) -> list[int]:
     return sizes
 
 
-def _delete_pass(s: _Search) -> bool:
+def delete_pass(s: Search) -> bool:
     improved = False
     for k in _chunk_sizes(len(s.cur)):
         stride = 1 if k <= 8 else max(1, k // 2)
@@ -219,7 +225,7 @@ def _actions_needed(result: RunResult, options: RunOptions) -> int:
     return max(1, len(steps) - 1 - restarts)
 
 
-def _cap_pass(s: _Search, cap: list[int], best: dict[tuple[int, ...], RunResult]) -> bool:
+def _cap_pass(s: Search, cap: list[int], best: dict[tuple[int, ...], RunResult]) -> bool:
     """For a violation in the liveness phase: try fewer workload actions
     (the safety phase always runs all of them), smallest first."""
     steps = best[s.cur].trace.steps
@@ -228,7 +234,7 @@ def _cap_pass(s: _Search, cap: list[int], best: dict[tuple[int, ...], RunResult]
     return _lower_cap(s, cap, (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64))
 
 
-def _lower_cap(s: _Search, cap: list[int], ks: tuple[int, ...]) -> bool:
+def _lower_cap(s: Search, cap: list[int], ks: tuple[int, ...]) -> bool:
     """Try the workload-action caps ``ks`` (and half and one less than the
     current one) below the current cap, smallest first; keep the first that
     still fails with a smaller key. Results cached under another cap do not
@@ -249,7 +255,7 @@ def _lower_cap(s: _Search, cap: list[int], ks: tuple[int, ...]) -> bool:
     return False
 
 
-def _step_pass(s: _Search, marks: dict[tuple[int, ...], tuple[int, ...]]) -> bool:
+def _step_pass(s: Search, marks: dict[tuple[int, ...], tuple[int, ...]]) -> bool:
     """Delete the decisions of whole steps (one operation, a kill), last first,
     then pairs of neighbouring steps."""
     improved = False
@@ -271,7 +277,7 @@ def _step_pass(s: _Search, marks: dict[tuple[int, ...], tuple[int, ...]]) -> boo
     return improved
 
 
-def _zero_pass(s: _Search) -> bool:
+def _zero_pass(s: Search) -> bool:
     improved = False
     for k in (8, 4, 2, 1):
         i = len(s.cur) - k
@@ -285,7 +291,7 @@ def _zero_pass(s: _Search) -> bool:
     return improved
 
 
-def _lower_pass(s: _Search) -> bool:
+def _lower_pass(s: Search) -> bool:
     improved = False
     i = len(s.cur) - 1
     while i >= 0 and not s.spent():
@@ -305,7 +311,6 @@ def _lower_pass(s: _Search) -> bool:
 def _narrowed(
     only: tuple[str, ...], only_expected: bool
 ) -> Callable[[Policy, dict[str, Any]], Any]:
-    from ..invariants import Monitor
 
     def build(policy: Policy, hello: dict[str, Any]) -> Any:
         return Monitor(policy, hello, only_expected, invariants=only)
@@ -390,13 +395,13 @@ def shrink_run(
         raise ValueError(f"the run's first violation is {first.invariant}, not {target}")
     best[start.decisions] = start
     test(start.decisions)  # its step marks
-    search = _Search(test, start.decisions, key_of(start), max_runs, time_limit)
+    search = Search(test, start.decisions, key_of(start), max_runs, time_limit)
     while not search.spent():
         before = search.cur
         improved = _step_pass(search, marks)
         if search.cur != before:
             cap[0] = _actions_needed(best[search.cur], options)
-        improved = _delete_pass(search) or improved
+        improved = delete_pass(search) or improved
         improved = _zero_pass(search) or improved
         improved = _lower_pass(search) or improved
         improved = _cap_pass(search, cap, best) or improved
@@ -408,7 +413,6 @@ def shrink_run(
     steps = upto_violation(final.trace.steps, violation)
     decided = size_of(steps)
     message = violation.message
-    from ..scenarios.render import write_scenario
 
     def render(steps: Sequence[Step], expect_violation: str | None) -> str:
         return write_scenario(
@@ -480,8 +484,6 @@ def verify_scenario(text: str, invariant: str, policy: Policy | None = None) -> 
     (and no expectation of it fails). Holds for both forms: a regression
     test (that fails, on ``invariant`` only) and an ``expect_violation``
     document (that passes)."""
-    from ..scenarios.load import load_text
-    from ..scenarios.runner import run_scenario
 
     loaded = load_text(text, "<shrunk>")
     result = run_scenario(loaded, policy)
@@ -549,10 +551,6 @@ def shrink_scenario_file(
     same invariant. ``expect``: write ``expect_violation`` (see
     :func:`shrink_run`)."""
     import tomllib
-
-    from ..scenarios.load import load_scenario, resolve_policy
-    from ..scenarios.render import write_scenario
-    from ..scenarios.runner import run_scenario
 
     started = time.perf_counter()
     loaded = load_scenario(path)
@@ -627,15 +625,12 @@ def minimize_steps(
     as long as running the candidate (expectations stripped) still violates
     ``target``. Every kept edit is strictly smaller under the order
     (operations + faults, steps, fields, text), so the loop ends."""
-    from ..scenarios.load import LoadedScenario
-    from ..scenarios.runner import run_scenario
-    from ..scenarios.schema import Scenario
 
     header = {
         k: v for k, v in table.items() if k not in ("step", "expect_violation", "planted_bug")
     }
     steps0 = tuple(
-        tuple(sorted((k, _freeze(v)) for k, v in s.items() if not k.startswith("expect_")))
+        tuple(sorted((k, freeze(v)) for k, v in s.items() if not k.startswith("expect_")))
         for s in table["step"]
     )
     results: dict[tuple[Any, ...], Any] = {}
@@ -644,7 +639,7 @@ def minimize_steps(
         if not cand:
             return None
         doc = dict(header)
-        doc["step"] = [{k: _thaw(v) for k, v in s} for s in cand]
+        doc["step"] = [{k: thaw(v) for k, v in s} for s in cand]
         try:
             return LoadedScenario(Scenario.model_validate(doc), origin)
         except Exception:  # an edit the schema refuses is just not a candidate
@@ -667,19 +662,19 @@ def minimize_steps(
     start = test(steps0)
     if start is None:  # the stripped expectations mattered; shrink nothing
         return _Minimized(len(steps0), None, 1)
-    search = _Search(test, steps0, start[0], max_runs, time_limit)
+    search = Search(test, steps0, start[0], max_runs, time_limit)
     search.runs = 1
     while not search.spent():
-        improved = _delete_pass(search)
+        improved = delete_pass(search)
         improved = _pair_pass(search) or improved
         improved = _answer_pass(search) or improved
-        improved = _field_pass(search) or improved
+        improved = field_pass(search) or improved
         if not improved:
             break
     return _Minimized(len(search.cur), results[search.cur], search.runs)
 
 
-def _pair_pass(s: _Search) -> bool:
+def _pair_pass(s: Search) -> bool:
     """Delete two steps at once, anywhere (last pairs first)."""
     improved = False
     j = len(s.cur) - 1
@@ -695,7 +690,7 @@ def _pair_pass(s: _Search) -> bool:
     return improved
 
 
-def _answer_pass(s: _Search) -> bool:
+def _answer_pass(s: Search) -> bool:
     """An answer's ``finish`` simplified to ``stop`` (the plainest answer)."""
     improved = False
     for i in range(len(s.cur) - 1, -1, -1):
@@ -710,7 +705,7 @@ def _answer_pass(s: _Search) -> bool:
     return improved
 
 
-def _field_pass(s: _Search) -> bool:
+def field_pass(s: Search) -> bool:
     """Drop crash_at, now and optional request fields, one at a time."""
     improved = False
     i = len(s.cur) - 1
@@ -732,19 +727,19 @@ def _field_pass(s: _Search) -> bool:
     return improved
 
 
-def _freeze(value: Any) -> Any:
+def freeze(value: Any) -> Any:
     if isinstance(value, dict):
-        return ("__dict__", tuple(sorted((k, _freeze(v)) for k, v in value.items())))
+        return ("__dict__", tuple(sorted((k, freeze(v)) for k, v in value.items())))
     if isinstance(value, list):
-        return ("__list__", tuple(_freeze(v) for v in value))
+        return ("__list__", tuple(freeze(v) for v in value))
     return value
 
 
-def _thaw(value: Any) -> Any:
+def thaw(value: Any) -> Any:
     if isinstance(value, tuple) and len(value) == 2 and value[0] == "__dict__":
-        return {k: _thaw(v) for k, v in value[1]}
+        return {k: thaw(v) for k, v in value[1]}
     if isinstance(value, tuple) and len(value) == 2 and value[0] == "__list__":
-        return [_thaw(v) for v in value[1]]
+        return [thaw(v) for v in value[1]]
     return value
 
 
@@ -859,9 +854,6 @@ def run_through(
     """Replay ``decisions`` (or, with ``seed``, run the seed live) against the
     targets ``target`` builds, and say how it failed. Every target built is
     closed, whatever happened."""
-    from ..sim.rng import seeded
-    from ..trace.record import NOTHING
-    from .lockstep import Divergence
 
     ch = seeded(seed) if seed is not None else replayer(decisions)
     build_monitor, _ = checkers.monitor_for(None, options.only_expected)
@@ -1005,14 +997,14 @@ def shrink_through(
 
     best[first.decisions] = (first, options.ops)
     marks[first.decisions] = first.marks
-    search = _Search(test, first.decisions, key_of(first), max_runs, time_limit)
+    search = Search(test, first.decisions, key_of(first), max_runs, time_limit)
     while not search.spent():
         before = search.cur
         improved = _step_chunk_pass(search, marks)
         improved = _step_pass(search, marks) or improved
         if search.cur != before:
             cap[0] = actions(best[search.cur][0], cap[0])
-        improved = _delete_pass(search) or improved
+        improved = delete_pass(search) or improved
         improved = _zero_pass(search) or improved
         improved = _lower_pass(search) or improved
         improved = _through_cap_pass(search, cap, best) or improved
@@ -1035,7 +1027,7 @@ def shrink_through(
     )
 
 
-def _step_chunk_pass(s: _Search, marks: dict[tuple[int, ...], tuple[int, ...]]) -> bool:
+def _step_chunk_pass(s: Search, marks: dict[tuple[int, ...], tuple[int, ...]]) -> bool:
     """Delete runs of whole steps, half of them first, then quarters, down to
     single steps, never the first (hello) nor the last (the failing one):
     with a real run per candidate, big cuts first save most runs."""
@@ -1059,7 +1051,7 @@ def _step_chunk_pass(s: _Search, marks: dict[tuple[int, ...], tuple[int, ...]]) 
 
 
 def _through_cap_pass(
-    s: _Search, cap: list[int], best: dict[tuple[int, ...], tuple[TargetFailure, int]]
+    s: Search, cap: list[int], best: dict[tuple[int, ...], tuple[TargetFailure, int]]
 ) -> bool:
     """A failure in the liveness phase: try fewer workload actions."""
     if best[s.cur][0].stopped_in != "liveness" or cap[0] <= 1:

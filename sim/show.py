@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..model import Call, Crashed, Err, Event, Ok
-from ..trace.record import MessageView, PendingView, Step
+from ..trace.record import MessageView, PendingView, Step, step_wire
 from .run import RunResult
 
 
@@ -115,7 +115,6 @@ def trace_lines(result: RunResult) -> Iterator[str]:
 
 def result_document(result: RunResult) -> dict[str, Any]:
     """The ``replay --json`` document."""
-    from ..trace.record import step_wire
 
     return {
         "command": "replay",
