@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Policy, features
-from .executor import lost_work, open_executor, worker_identity
+from .executor import first_done, lost_work, open_executor, worker_identity
+from .interrupt import Interrupted, deferred
 from .probes import BY_NAME, NAMES, PROBES, REQUIRED
 from .run import RunOptions, run_seed
 
@@ -146,6 +147,25 @@ class SweepPlan:
         if self.options.only_expected:
             command += " --only-expected"
         return command
+
+    def go_on_command(self, ran: set[int], db: str) -> str | None:
+        """The command that runs the seeds of this plan's range that did not
+        run (an interrupted sweep's way on), or None when all ran. It starts
+        at the first seed that did not run; seeds after it that did run
+        (batches finish out of order) run again."""
+        end = self.seed_start + self.seed_count
+        first = next((s for s in range(self.seed_start, end) if s not in ran), None)
+        if first is None:
+            return None
+        words = ["inboxsim", "sweep", "--seeds", str(end - first), "--seed-start", str(first)]
+        words += ["--policy", self.policy_spec, "--ops", str(self.options.ops)]
+        if self.options.only_expected:
+            words.append("--only-expected")
+        if self.executor != "local":
+            words += ["--executor", self.executor]
+            if self.scheduler is not None:
+                words += ["--scheduler", self.scheduler]
+        return shlex.join([*words, "--db", db])
 
 
 @dataclass(slots=True)
@@ -324,36 +344,55 @@ def sweep(
         # rerun whose first run also came back) is dropped, not stored twice.
         if outcome.first_run_id in written:
             return
-        written.add(outcome.first_run_id)
-        if store is not None and outcome.tables is not None:
-            store.write(outcome.tables)
-        report.add_batch(outcome)
+        with deferred():  # an interrupt waits until the batch is stored and counted
+            written.add(outcome.first_run_id)
+            if store is not None and outcome.tables is not None:
+                store.write(outcome.tables)
+            report.add_batch(outcome)
         report.seconds = time.perf_counter() - started
         progress(report)
 
     def over_budget() -> bool:
         return plan.time_budget is not None and time.perf_counter() - started >= plan.time_budget
 
-    if plan.jobs <= 1 and plan.executor == "local":
-        for task in tasks(1):
-            if over_budget():
-                report.stopped_by_budget = True
-                break
-            absorb(run_batch(task))
-    else:
-        preload = ["inboxsim.sim.sweep", "inboxsim.reports.store"]
-        with open_executor(plan.executor, plan.jobs, plan.scheduler, preload) as (pool, slots):
-            report.slots = slots
-            _run_pool(pool, slots, tasks(slots), absorb, over_budget, report)
-    report.seconds = time.perf_counter() - started
-    if store is not None:
-        store.update_failing(
-            plan.policy_spec,
-            plan.options.to_dict(),
-            sorted(report.failing),
-            report.passed_remembered,
-        )
+    try:
+        if plan.jobs <= 1 and plan.executor == "local":
+            for task in tasks(1):
+                if over_budget():
+                    report.stopped_by_budget = True
+                    break
+                absorb(run_batch(task))
+        else:
+            preload = ["inboxsim.sim.sweep", "inboxsim.reports.store"]
+            with open_executor(plan.executor, plan.jobs, plan.scheduler, preload) as (pool, slots):
+                report.slots = slots
+                _run_pool(pool, slots, tasks(slots), absorb, over_budget, report)
+        report.seconds = time.perf_counter() - started
+        if store is not None:
+            store.update_failing(
+                plan.policy_spec,
+                plan.options.to_dict(),
+                sorted(report.failing),
+                report.passed_remembered,
+            )
+    except Interrupted as stop:
+        stop.kept = interrupted_line(plan, report, store.path if store is not None else None)
+        raise
     return report
+
+
+def interrupted_line(plan: SweepPlan, report: SweepReport, db: str | None) -> str:
+    """What an interrupted sweep kept in the store ``db``, and how to go on
+    (:mod:`.interrupt`)."""
+    where = f" in {db}" if db is not None else ""
+    text = (
+        f"kept {report.runs:,} of {report.planned:,} runs{where} (whole batches only; "
+        f"{len(report.failing):,} failing)"
+    )
+    if db is None:
+        return text
+    command = plan.go_on_command(set(report.hashes), db)
+    return text + (f"; go on with: {command}" if command else "; every seed of the range ran")
 
 
 def _run_pool(
@@ -379,7 +418,7 @@ def _run_pool(
                 queue.clear()
             if not running:
                 break
-            done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+            done = first_done(running)
             # Completion order varies between sweeps; absorb a wave in a
             # fixed order so the store's insertion order varies less.
             for future in sorted(done, key=lambda f: running[f].first_run_id):
@@ -407,4 +446,12 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-__all__ = ["SweepPlan", "SweepReport", "sweep", "run_batch", "default_jobs", "NAMES"]
+__all__ = [
+    "SweepPlan",
+    "SweepReport",
+    "sweep",
+    "run_batch",
+    "default_jobs",
+    "interrupted_line",
+    "NAMES",
+]
