@@ -135,7 +135,11 @@ def _harness(
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     if os.getppid() != supervisor:  # it died before the parent-death signal was set
         _stop_tree(128 + signal.SIGKILL, outer)
-    return command()
+    code = command()
+    # Done: a SIGINT or SIGTERM from now on (relayed by the supervisor) would
+    # find the interpreter shutting down, its handlers gone, and kill it.
+    signal.pthread_sigmask(signal.SIG_BLOCK, interrupt.GRACEFUL)
+    return code
 
 
 def _stop_tree(code: int, outer: str) -> NoReturn:

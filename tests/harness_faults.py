@@ -168,7 +168,8 @@ class Outcome:
     leaked: list[str] = field(default_factory=list)  # folders left right after the run
     leaked_after_next: list[str] = field(default_factory=list)
     runs: int = 0  # runs in the store
-    inconsistencies: list[str] = field(default_factory=list)
+    inconsistencies: list[str] = field(default_factory=list)  # of the store
+    said: list[str] = field(default_factory=list)  # the line's count is not the store's
     seconds: float = 0.0
 
     @property
@@ -176,21 +177,31 @@ class Outcome:
         """What went wrong, one string each (empty: the trial passed)."""
         out = [f"inconsistent store: {i}" for i in self.inconsistencies]
         out += [f"orphan process: {o}" for o in self.orphans]
-        out += [f"folder left after the next run: {f}" for f in self.leaked_after_next]
+        out += [f"folder left: {f}" for f in self.folders_left]
+        return out + self.wrong_exit
+
+    @property
+    def folders_left(self) -> list[str]:
+        """After SIGINT or SIGTERM, at once; after SIGKILL, by the next run."""
         graceful = self.trial.signal != "SIGKILL"
-        if graceful and self.leaked:
-            out += [f"folder left after {self.trial.signal}: {f}" for f in self.leaked]
-        if not self.finished_first:
-            expected = {
-                "SIGINT": 130,
-                "SIGTERM": 143,
-                "SIGKILL": 137 if self.trial.to == "harness" else -9,
-            }[self.trial.signal]
-            if self.exit_code not in (expected, 0, 1):
-                out.append(f"exit code {self.exit_code}, not {expected}")
-            elif graceful and self.exit_code == expected and "interrupted by" not in self.line:
-                out.append(f"no line saying what was kept: {self.line!r}")
-        return out
+        return sorted(set(self.leaked if graceful else []) | set(self.leaked_after_next))
+
+    @property
+    def wrong_exit(self) -> list[str]:
+        """An exit code, or an interrupt line, that the contract does not give."""
+        if self.finished_first:
+            return []
+        expected = {
+            "SIGINT": 130,
+            "SIGTERM": 143,
+            "SIGKILL": 137 if self.trial.to == "harness" else -9,
+        }[self.trial.signal]
+        if self.exit_code not in (expected, 0, 1):
+            return [f"exit code {self.exit_code}, not {expected}"]
+        if expected in (130, 143) and self.exit_code == expected:
+            if "interrupted by" not in self.line:
+                return [f"no line saying what was kept: {self.line!r}"]
+        return self.said
 
 
 # --- processes ----------------------------------------------------------------------
@@ -415,9 +426,7 @@ def run_trial(trial: Trial, workdir: Path) -> Outcome:
             kept = re.search(r"kept ([\d,]+) of|: ([\d,]+) of seeds", outcome.line)
             said = (kept[1] or kept[2]).replace(",", "") if kept else "nothing"
             if said != str(outcome.runs):
-                outcome.inconsistencies.append(
-                    f"the line says {said} runs kept, the store has {outcome.runs}"
-                )
+                outcome.said.append(f"the line says {said} runs kept, the store has {outcome.runs}")
         # The next run: it removes what a killed run left, and re-judges the store.
         following = ["check", "--db", str(db)] if outcome.runs else ["version"]
         nxt = subprocess.run(
