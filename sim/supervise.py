@@ -137,8 +137,11 @@ def _harness(
         _stop_tree(128 + signal.SIGKILL, outer)
     code = command()
     # Done: a SIGINT or SIGTERM from now on (relayed by the supervisor) would
-    # find the interpreter shutting down, its handlers gone, and kill it.
-    signal.pthread_sigmask(signal.SIG_BLOCK, interrupt.GRACEFUL)
+    # find the interpreter shutting down, its handlers reset to the default,
+    # and kill it. Ignored ones stay ignored (blocking them would not do: the
+    # process's other threads would take them).
+    for signum in interrupt.GRACEFUL:
+        signal.signal(signum, signal.SIG_IGN)
     return code
 
 

@@ -53,7 +53,7 @@ from typing import Any
 
 TAG = "INBOXSIM_FAULT_TAG"
 FAKES = Path(__file__).resolve().parent / "adapters"
-SEEDS = 300  # a sweep trial's seeds
+SEEDS = 500  # a sweep trial's seeds
 ENDS = 180.0  # seconds: a run that has not ended by then after its signal hangs
 SIGNALS = (
     ("SIGINT", "group"),
