@@ -107,6 +107,7 @@ def _document(outcome: Outcome) -> dict[str, object]:
         "exit_code": outcome.exit_code,
         "finished_first": outcome.finished_first,
         "last_line": outcome.line,
+        "stderr": outcome.stderr,
         "runs": outcome.runs,
         "orphans": outcome.orphans,
         "leaked": outcome.leaked,

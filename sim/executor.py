@@ -21,8 +21,8 @@ import logging
 import multiprocessing
 import os
 import socket
-from collections.abc import Collection, Iterator, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import Any, TypeVar
 
 from ..errors import HarnessError
 from .interrupt import deferred
@@ -138,7 +138,7 @@ def process_pool(jobs: int, context: multiprocessing.context.BaseContext) -> Ite
     results are lost, which is what an interrupt asks for; the pool then
     shuts down as it does when a worker dies, so its queues and semaphores
     are released and the resource tracker has nothing to complain about."""
-    pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    pool = _Pool(max_workers=jobs, mp_context=context)
     try:
         yield pool
     except BaseException:
@@ -146,6 +146,20 @@ def process_pool(jobs: int, context: multiprocessing.context.BaseContext) -> Ite
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
+
+
+class _Pool(cf.ProcessPoolExecutor):
+    """A pool whose ``submit`` is never cut in two by an interrupt. ``submit``
+    starts a worker when the pool has fewer than it may have; an interrupt
+    raised while one starts (after its fork, before the pool lists it) left a
+    worker the pool did not know: not killed, it either failed to rebuild
+    the pool's semaphores once they were gone, printing a traceback after the
+    interrupt line, or was waited for at exit until the grace period made the
+    stop a hard one (found by benchmarks/harness_kills.py)."""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> cf.Future[T]:
+        with deferred():
+            return super().submit(fn, *args, **kwargs)
 
 
 def _kill_workers(pool: cf.ProcessPoolExecutor) -> None:

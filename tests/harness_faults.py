@@ -164,6 +164,7 @@ class Outcome:
     exit_code: int | None = None
     finished_first: bool = False  # the command ended before the signal was sent
     line: str = ""  # the last line on stderr
+    stderr: str = ""  # its end, for the record
     orphans: list[str] = field(default_factory=list)
     leaked: list[str] = field(default_factory=list)  # folders left right after the run
     leaked_after_next: list[str] = field(default_factory=list)
@@ -418,6 +419,7 @@ def run_trial(trial: Trial, workdir: Path) -> Outcome:
         reader.join(10)
         outcome.exit_code = proc.returncode
         outcome.line = lines[-1] if lines else ""
+        outcome.stderr = "\n".join(lines)[-3000:]
         outcome.orphans += kill_tagged(tag)
         outcome.leaked = sorted(os.listdir(tmp))
         outcome.runs, outcome.inconsistencies = store_problems(db, trial.kind)

@@ -266,6 +266,34 @@ def test_the_parent_death_signal_stops_at_once(handlers: list[int]) -> None:
     assert handlers == [128 + signal.SIGKILL]
 
 
+def test_a_signal_while_a_pool_starts_a_worker_still_gets_the_worker_killed(
+    handlers: list[int], tag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signal that lands right after a worker's fork, before the pool lists
+    it, is raised once ``submit`` returns: the pool knows the worker and the
+    interrupted block kills it (it used to live on, unknown to the pool)."""
+    import multiprocessing
+
+    from inboxsim.sim.executor import process_pool
+
+    context = multiprocessing.get_context("fork")
+    started: list[int] = []
+    start = context.Process.start
+
+    def start_then_signal(process: multiprocessing.process.BaseProcess) -> None:
+        start(process)
+        assert process.pid is not None
+        started.append(process.pid)
+        _signal_self(signal.SIGTERM)
+
+    monkeypatch.setattr(context.Process, "start", start_then_signal)
+    with pytest.raises(interrupt.Interrupted):
+        with process_pool(1, context) as pool:
+            pool.submit(time.sleep, 600)
+    assert len(started) == 1
+    assert wait_gone(started[0], PATIENCE)
+
+
 # --- the supervisor (the command line) ------------------------------------------------------
 
 
