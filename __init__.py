@@ -17,7 +17,7 @@ def _version() -> str:
     try:
         return version("inboxsim")
     except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0.1.0"
+        return "0.2.0"
 
 
 def __getattr__(name: str) -> str:

@@ -1,4 +1,4 @@
-"""The ``inboxsim`` command (harness-contract.md, "Command line").
+"""The ``inboxsim`` command (``docs/cli.md``).
 
 Every command prints progress on stderr and its human summary on stdout, or,
 with ``--json``, one JSON document on stdout instead. Exit codes are
@@ -37,6 +37,17 @@ JsonFlag = Annotated[
     bool,
     typer.Option("--json", help="Print one JSON document on stdout instead of the summary."),
 ]
+
+# Every number is checked where typer parses it, by its own min/max (a usage
+# error: one line, exit 2). A duration needs a max as well as a min: a min
+# alone lets `inf` through (nan fails every bound), and the waits a duration
+# becomes must fit the system's timers. A week is far beyond any useful wait.
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
+def seconds(flag: str, help: str, minimum: float = 0.001) -> Any:
+    """A duration option: a finite number of seconds from ``minimum`` to a week."""
+    return typer.Option(flag, help=help, min=minimum, max=MAX_SECONDS)
 
 
 @app.callback()
@@ -99,7 +110,7 @@ PolicyOption = Annotated[
     ),
 ]
 OpsOption = Annotated[
-    int, typer.Option("--ops", help="Workload operations in each run's safety phase.")
+    int, typer.Option("--ops", help="Workload operations in each run's safety phase.", min=1)
 ]
 OnlyExpectedOption = Annotated[
     bool,
@@ -129,30 +140,37 @@ def _sim_inputs(policy: str, ops: int, target: str, only_expected: bool) -> tupl
 
     if target != "model":
         raise HarnessError(f"--target {target!r} is not available yet: only 'model' is")
-    if ops < 0:
-        raise HarnessError(f"--ops must be a non-negative integer, not {ops}")
     return load_policy(policy), RunOptions(ops=ops, only_expected=only_expected)
 
 
 @app.command()
 def sweep(
-    seeds: Annotated[int, typer.Option("--seeds", help="How many seeds to run.")] = 100,
-    seed_start: Annotated[int, typer.Option("--seed-start", help="The first seed.")] = 0,
+    seeds: Annotated[int, typer.Option("--seeds", help="How many seeds to run.", min=1)] = 100,
+    seed_start: Annotated[int, typer.Option("--seed-start", help="The first seed.", min=0)] = 0,
     policy: PolicyOption = "g4",
     ops: OpsOption = 100,
     jobs: Annotated[
         int | None,
-        typer.Option("--jobs", help="Worker processes (default: all cores).", show_default=False),
+        typer.Option(
+            "--jobs", help="Worker processes (default: all cores).", show_default=False, min=1
+        ),
     ] = None,
     db: Annotated[str, typer.Option("--db", help="The DuckDB trace store.")] = "inboxsim.duckdb",
     time_budget: Annotated[
-        float | None,
-        typer.Option("--time-budget", help="Stop starting new seeds after this many seconds."),
+        float | None, seconds("--time-budget", "Stop starting new seeds after this many seconds.")
     ] = None,
     target: TargetOption = "model",
     only_expected: OnlyExpectedOption = False,
     executor: ExecutorOption = "local",
     scheduler: SchedulerOption = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Go on with an interrupted sweep: seeds the database already holds under the same "
+            "policy, options and inboxsim version count from it instead of running again.",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Run seeds through the simulator: swarm faults, then liveness; judge every run.
@@ -167,28 +185,19 @@ def sweep(
     from inboxsim.sim.console import SweepProgress, print_summary
     from inboxsim.sim.executor import check_executor
     from inboxsim.sim.interrupt import Interrupted
-    from inboxsim.sim.sweep import SweepPlan, default_jobs, interrupted_line
+    from inboxsim.sim.sweep import SweepPlan, default_jobs, resume_line
     from inboxsim.sim.sweep import sweep as run_sweep
 
     the_policy, options = _sim_inputs(policy, ops, target, only_expected)
-    if seeds < 0:
-        raise HarnessError(f"--seeds must be a non-negative integer, not {seeds}")
-    if seed_start < 0:
-        raise HarnessError(f"--seed-start must be a non-negative integer, not {seed_start}")
-    if jobs is not None and jobs < 1:
-        raise HarnessError(f"--jobs must be at least 1, not {jobs}")
-    if time_budget is not None and time_budget <= 0:
-        raise HarnessError(f"--time-budget must be a positive number of seconds, not {time_budget}")
     check_executor(executor, scheduler)
     plan = SweepPlan(
         policy, the_policy, options, seed_start, seeds, jobs or default_jobs(), time_budget,
-        executor=executor, scheduler=scheduler,
+        executor=executor, scheduler=scheduler, resume=resume,
     )
     report = None
     try:
         with Store(db) as store:
-            total = seeds + len(store.failing_seeds(policy, options.to_dict()))
-            with SweepProgress(total) as progress:
+            with SweepProgress(seeds) as progress:
                 report = run_sweep(plan, store, progress)
         if as_json:
             document = report.document()
@@ -198,14 +207,14 @@ def sweep(
             print_summary(report)
     except Interrupted as stop:
         if stop.kept is None and report is not None:  # after the sweep: all of it is kept
-            stop.kept = interrupted_line(plan, report, db)
+            stop.kept = resume_line(plan, db)
         raise
     raise typer.Exit(report.exit_code)
 
 
 @app.command()
 def replay(
-    seed: Annotated[int, typer.Argument(help="The seed to run again.")],
+    seed: Annotated[int, typer.Argument(help="The seed to run again.", min=0)],
     policy: PolicyOption = "g4",
     ops: OpsOption = 100,
     target: TargetOption = "model",
@@ -220,8 +229,6 @@ def replay(
     from inboxsim.sim.show import result_document, trace_lines
 
     the_policy, options = _sim_inputs(policy, ops, target, only_expected)
-    if seed < 0:
-        raise HarnessError(f"the seed must be a non-negative integer, not {seed}")
     result = run_seed(seed, the_policy, options)
     if as_json:
         _emit_json(result_document(result))
@@ -236,12 +243,19 @@ def replay(
 
 @app.command()
 def explore(
-    sessions: Annotated[int, typer.Option("--sessions", help="Sessions, created up front.")] = 2,
-    depth: Annotated[int, typer.Option("--depth", help="Most operations on a path (restarts not counted).")] = 3,
+    sessions: Annotated[
+        int, typer.Option("--sessions", help="Sessions, created up front.", min=1)
+    ] = 2,
+    depth: Annotated[
+        int,
+        typer.Option("--depth", help="Most operations on a path (restarts not counted).", min=0),
+    ] = 3,
     policy: Annotated[
         str, typer.Option("--policy", help="A policy preset name (see `inboxsim policies`) or a TOML file of fields.")
     ] = "g4",
-    step_limit: Annotated[int, typer.Option("--step-limit", help="The agent's step allowance sent in hello.")] = 2,
+    step_limit: Annotated[
+        int, typer.Option("--step-limit", help="The agent's step allowance sent in hello.", min=1)
+    ] = 2,
     alphabet: Annotated[
         str,
         typer.Option(
@@ -265,10 +279,17 @@ def explore(
     ] = None,
     jobs: Annotated[
         int,
-        typer.Option("--jobs", help="Worker processes judging each level's transitions (the result is the same)."),
+        typer.Option(
+            "--jobs",
+            help="Worker processes judging each level's transitions (the result is the same).",
+            min=1,
+        ),
     ] = 1,
     pool: Annotated[
-        int, typer.Option("--pool", help="Fresh input IDs per session (part of the world's bound).")
+        int,
+        typer.Option(
+            "--pool", help="Fresh input IDs per session (part of the world's bound).", min=1
+        ),
     ] = 2,
     as_json: JsonFlag = False,
 ) -> None:
@@ -281,8 +302,6 @@ def explore(
     from inboxsim.sim import checkers
     from inboxsim.sim import explore as ex
 
-    if min(sessions, step_limit, jobs, pool) < 1 or depth < 0:
-        raise HarnessError("--sessions, --step-limit, --jobs and --pool must be at least 1 and --depth at least 0")
     try:
         families = ex.parse_alphabet(alphabet)
     except ValueError as exc:
@@ -335,7 +354,7 @@ def run_scenarios(
         typer.Option("--adapter", help="Run against this adapter-protocol program instead of the model.", show_default=False),
     ] = None,
     adapter_timeout: Annotated[
-        float, typer.Option("--adapter-timeout", help="The longest wait for one adapter response.")
+        float, seconds("--adapter-timeout", "The longest wait for one adapter response.")
     ] = 10.0,
     db: Annotated[
         str | None,
@@ -376,7 +395,9 @@ def run_scenarios(
 
 @app.command("invariants")
 def list_invariants(as_json: JsonFlag = False) -> None:
-    """List every invariant the checkers judge: id, statement and source."""
+    """List every invariant the checkers judge (id, statement, source), then each
+    invariant of the spec's section 4: the ids that check it, and any part the
+    protocol cannot observe, with the reason."""
     from inboxsim.invariants import listing
 
     document = listing()
@@ -389,10 +410,15 @@ def list_invariants(as_json: JsonFlag = False) -> None:
         if entry["holds_under"] != "every policy":
             typer.echo(f"    expected under: {entry['holds_under']}")
     typer.echo("")
-    typer.echo("Not observable through the adapter protocol:")
-    for entry in document["not_observable"]:
-        typer.echo(f"{entry['source']}  {entry['statement']}")
-        typer.echo(f"    {entry['reason']}")
+    typer.echo("Spec section 4, invariant by invariant (checked by the ids above, or not")
+    typer.echo("observable through the adapter protocol, and why):")
+    for spec in document["spec"]:
+        typer.echo(f"4.{spec['number']}  {spec['title']}")
+        if spec["checked_by"]:
+            typer.echo(f"    checked by: {', '.join(spec['checked_by'])}")
+        for part in spec["not_observable"]:
+            typer.echo(f"    not observable: {part['statement']}")
+            typer.echo(f"        {part['reason']}")
 
 
 # --- check, report, diff (issue 6: the trace store and reports) -----------------
@@ -486,16 +512,20 @@ def conformance_command(
         str | None,
         typer.Option("--policy", help="The model's policy (default g4; g2 for opencode).", show_default=False),
     ] = None,
-    seeds: Annotated[int, typer.Option("--seeds", help="Seeded lockstep runs after the library.")] = 3,
-    seed_start: Annotated[int, typer.Option("--seed-start", help="The first seed.")] = 0,
-    ops: Annotated[int, typer.Option("--ops", help="Workload operations per seeded run.")] = 40,
+    seeds: Annotated[
+        int, typer.Option("--seeds", help="Seeded lockstep runs after the library.", min=0)
+    ] = 3,
+    seed_start: Annotated[int, typer.Option("--seed-start", help="The first seed.", min=0)] = 0,
+    ops: Annotated[
+        int, typer.Option("--ops", help="Workload operations per seeded run.", min=1)
+    ] = 40,
     scenario: Annotated[
         list[str] | None,
         typer.Option("--scenario", help="Run only this library scenario (repeatable).", show_default=False),
     ] = None,
     no_library: Annotated[bool, typer.Option("--no-library", help="Skip the scenario library.")] = False,
     adapter_timeout: Annotated[
-        float, typer.Option("--adapter-timeout", help="Longest wait for one response, in seconds.")
+        float, seconds("--adapter-timeout", "Longest wait for one response, in seconds.")
     ] = 10.0,
     db: Annotated[
         str | None,
@@ -503,15 +533,20 @@ def conformance_command(
     ] = None,
     executor: ExecutorOption = "local",
     scheduler: SchedulerOption = None,
-    jobs: Annotated[int, typer.Option("--jobs", help="Worker processes for the seeds.")] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", help="Worker processes for the seeds.", min=1)] = 1,
     shrink: Annotated[
-        int, typer.Option("--shrink", help="Shrink the first N failures through the adapter to repro files.")
+        int,
+        typer.Option(
+            "--shrink",
+            help="Shrink the first N failures through the adapter to repro files.",
+            min=0,
+        ),
     ] = 3,
     repro_dir: Annotated[
         str, typer.Option("--repro-dir", help="Where the minimal repro scenarios are written.")
     ] = "inboxsim-repros",
     shrink_seconds: Annotated[
-        float, typer.Option("--shrink-seconds", help="Time budget of each shrink.")
+        float, seconds("--shrink-seconds", "Time budget of each shrink.")
     ] = 60.0,
     as_json: JsonFlag = False,
 ) -> None:
@@ -519,13 +554,16 @@ def conformance_command(
 
     Exits 1 on any divergence, invariant violation or protocol error.
     """
+    from inboxsim.reports.store import check_writable
     from inboxsim.sim.conformance import conformance, store_results, target_command
 
-    if adapter_timeout <= 0:
-        raise HarnessError(f"--adapter-timeout must be positive, not {adapter_timeout}")
-    if shrink < 0 or shrink_seconds <= 0:
-        raise HarnessError("--shrink must be non-negative and --shrink-seconds positive")
+    if no_library and seeds == 0:
+        raise HarnessError(
+            "nothing to test: --no-library and --seeds 0 run no scenario and no seed"
+        )
     argv, policy_name, timeout, label = target_command(adapter, target, policy, adapter_timeout)
+    if db is not None:
+        check_writable(db)  # a bad --db fails before the run, not after it
     result = conformance(
         argv,
         policy_name,
@@ -565,9 +603,14 @@ def mutants_command(
         str | None,
         typer.Option("--names", help="Comma-separated mutant names (default: all).", show_default=False),
     ] = None,
-    seeds: Annotated[int, typer.Option("--seeds", help="Seeded lockstep runs for mutants the library misses.")] = 5,
-    ops: Annotated[int, typer.Option("--ops", help="Workload operations per seeded run.")] = 60,
-    jobs: Annotated[int, typer.Option("--jobs", help="Worker processes.")] = 2,
+    seeds: Annotated[
+        int,
+        typer.Option("--seeds", help="Seeded lockstep runs for mutants the library misses.", min=0),
+    ] = 5,
+    ops: Annotated[
+        int, typer.Option("--ops", help="Workload operations per seeded run.", min=1)
+    ] = 60,
+    jobs: Annotated[int, typer.Option("--jobs", help="Worker processes.", min=1)] = 2,
     list_only: Annotated[bool, typer.Option("--list", help="List the mutants and exit.")] = False,
     db: Annotated[
         str | None,
@@ -579,7 +622,7 @@ def mutants_command(
     ] = None,
     no_shrink: Annotated[bool, typer.Option("--no-shrink", help="Do not shrink the detections.")] = False,
     shrink_seconds: Annotated[
-        float, typer.Option("--shrink-seconds", help="Longest shrink of one detection, through the adapter.")
+        float, seconds("--shrink-seconds", "Longest shrink of one detection, through the adapter.")
     ] = 30.0,
     as_json: JsonFlag = False,
 ) -> None:
@@ -598,17 +641,13 @@ def mutants_command(
             for m in MUTANTS.values():
                 typer.echo(f"{m.name}  [{m.bug_class}]  {m.description}")
         return
-    if seeds < 0 or ops < 0 or jobs < 1:
-        raise HarnessError("--seeds and --ops must be non-negative and --jobs at least 1")
-    if shrink_seconds <= 0:
-        raise HarnessError(f"--shrink-seconds must be positive, not {shrink_seconds}")
     if out is not None:
         _check_out(out)  # before the run, not after it
     chosen = [n.strip() for n in names.split(",") if n.strip()] if names else None
     if db is not None:  # a bad --db fails before the campaign, not after it
-        from inboxsim.reports.store import Store
+        from inboxsim.reports.store import check_writable
 
-        Store(db).close()
+        check_writable(db)
     results = mutant_matrix(
         chosen,
         seeds,
@@ -623,6 +662,7 @@ def mutants_command(
         _write_document(out, document)
     if db is not None:
         from inboxsim.reports.mutants import kill_rows
+        from inboxsim.reports.store import Store
 
         with Store(db) as store:
             store.write_mutants(kill_rows(r.to_dict() for r in results))
@@ -739,10 +779,10 @@ def shrink(
         ),
     ] = None,
     max_runs: Annotated[
-        int, typer.Option("--max-runs", help="Most candidate runs the shrinker may try.")
+        int, typer.Option("--max-runs", help="Most candidate runs the shrinker may try.", min=1)
     ] = 20_000,
     time_limit: Annotated[
-        float, typer.Option("--time-limit", help="Most seconds the shrinker may spend.")
+        float, seconds("--time-limit", "Most seconds the shrinker may spend.")
     ] = 60.0,
     target: TargetOption = "model",
     only_expected: OnlyExpectedOption = False,
@@ -771,8 +811,6 @@ def shrink(
 
     from inboxsim.sim import shrink as sh
 
-    if max_runs < 1 or time_limit <= 0:
-        raise HarnessError("--max-runs must be at least 1 and --time-limit positive")
     seed: int | None = None
     try:
         seed = int(what)
@@ -873,11 +911,13 @@ def designs(
         str | None,
         typer.Option("--policies", help="Comma-separated presets or TOML files (default: every preset).", show_default=False),
     ] = None,
-    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per policy (0..N-1).")] = 200,
-    ops: Annotated[int, typer.Option("--ops", help="Workload actions per run.")] = 60,
-    depth: Annotated[int, typer.Option("--depth", help="Exploration depth.")] = 3,
-    sessions: Annotated[int, typer.Option("--sessions", help="Exploration sessions.")] = 1,
-    jobs: Annotated[int, typer.Option("--jobs", help="Worker processes (one policy each).")] = 4,
+    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per policy (0..N-1).", min=1)] = 200,
+    ops: Annotated[int, typer.Option("--ops", help="Workload actions per run.", min=1)] = 60,
+    depth: Annotated[int, typer.Option("--depth", help="Exploration depth.", min=0)] = 3,
+    sessions: Annotated[int, typer.Option("--sessions", help="Exploration sessions.", min=1)] = 1,
+    jobs: Annotated[
+        int, typer.Option("--jobs", help="Worker processes (one policy each).", min=1)
+    ] = 4,
     out: Annotated[str, typer.Option("--out", help="Output folder.")] = "designs",
     as_json: JsonFlag = False,
 ) -> None:
@@ -889,8 +929,6 @@ def designs(
 
     from inboxsim.reports import designs as ds
 
-    if seeds < 1 or ops < 1 or depth < 0 or sessions < 1 or jobs < 1:
-        raise HarnessError("--seeds, --ops, --sessions and --jobs must be at least 1 and --depth at least 0")
     specs = ds.resolve(policies, files or ())
     if not specs:
         raise HarnessError("no policies to study")
@@ -909,6 +947,33 @@ def designs(
     typer.echo(f"written: {', '.join(str(p) for p in paths)} ({doc['seconds']} s)")
 
 
+# --- init-adapter (issue 20: the example adapters) --------------------------------
+
+
+@app.command("init-adapter")
+def init_adapter(
+    folder: Annotated[str, typer.Argument(help="Where to write (created if missing).")],
+    lang: Annotated[
+        str, typer.Option("--lang", help="`python` (standard library) or `node` (Node's).")
+    ],
+    as_json: JsonFlag = False,
+) -> None:
+    """Start an adapter from an example: a simple durable inbox that passes conformance.
+
+    Writes the example adapter, a README and the protocol guide into FOLDER.
+    Exits 2, writing nothing, when one of those files is already there.
+    """
+    from inboxsim.examples import write_skeleton
+
+    written, command = write_skeleton(lang, folder, __version__)
+    if as_json:
+        _emit_json({"lang": lang, "files": [str(p) for p in written], "command": command})
+        return
+    for path in written:
+        typer.echo(f"wrote {path}")
+    typer.echo(f"check it: inboxsim conformance --adapter {command!r}")
+
+
 # --- entry point ------------------------------------------------------------
 
 
@@ -916,6 +981,27 @@ def _fail(reason: str, code: ExitCode = ExitCode.HARNESS_ERROR) -> int:
     """Print ``reason`` as one line on stderr and return ``code``."""
     print(f"{PROG}: error: {' '.join(reason.split())}", file=sys.stderr)
     return int(code)
+
+
+def _internal_error(exc: Exception, args: Sequence[str]) -> int:
+    """A bug in the harness: one line naming the exception and the file
+    that holds its traceback (or, if none can be written, how to see it)."""
+    import tempfile
+    import traceback
+
+    from inboxsim.sim.supervise import lasting_tempdir
+
+    try:
+        handle, path = tempfile.mkstemp(
+            prefix="inboxsim-traceback-", suffix=".txt", dir=lasting_tempdir()
+        )
+        with os.fdopen(handle, "w", encoding="utf-8") as log:
+            log.write(f"inboxsim {__version__}: {PROG} {' '.join(args)}\n")
+            log.write("".join(traceback.format_exception(exc)))
+        where = f"traceback in {path}"
+    except OSError:
+        where = f"set {TRACEBACK_ENV}=1 for the traceback"
+    return _fail(f"internal error: {type(exc).__name__}: {exc} ({where})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -951,8 +1037,7 @@ def _main(args: list[str]) -> int:
     except Exception as exc:  # a bug in the harness: still one line, unless asked
         if os.environ.get(TRACEBACK_ENV):
             raise
-        name = type(exc).__name__
-        return _fail(f"internal error: {name}: {exc} (set {TRACEBACK_ENV}=1 for the traceback)")
+        return _internal_error(exc, args)
     # Without standalone mode, typer returns the exit code of typer.Exit (and of
     # --help) and None when a command simply returns.
     return result if isinstance(result, int) else int(ExitCode.OK)

@@ -1,6 +1,6 @@
 """Exit codes and the error every command reports as "the harness could not do its job".
 
-The contract (harness-contract.md, "Command line"): exit 0 when everything
+The contract (docs/cli.md, "What every command does"): exit 0 when everything
 judged held, 1 when the target failed, 2 when the harness could not do its job,
 with a one-line reason on stderr and never a bare traceback.
 """

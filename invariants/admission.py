@@ -21,7 +21,11 @@ ADMISSIONS = ("admitted", "compaction_admitted")
 
 
 class FreshIdChecker(Checker):
-    """Spec 4.2 and 4.4: an ID is admitted only when no live lifecycle holds it."""
+    """Spec 4.2 and 4.4: an ID is admitted only when no lifecycle holds it,
+    and only in the session and as the kind it belongs to. The one exception
+    to "one admission per ID" that the protocol allows: after its lifecycle
+    ended (a committed revert removed it, its barrier was consumed) an ID is
+    admitted again in its own session and as its own kind."""
 
     ids = (FRESH,)
     events = ADMISSIONS
@@ -31,6 +35,7 @@ class FreshIdChecker(Checker):
         self.env.hit(FRESH)
         o = self.t.owners.get(x)
         if o is None:
+            self._namespace(ctx, ev, sh, x)
             return
         other = self.t.sessions.get(o.session)
         if o.copied:
@@ -52,6 +57,23 @@ class FreshIdChecker(Checker):
             steps,
             f"input {x} was admitted again at seq {ev.seq} of session {sh.id} (step {ctx.index}) "
             f"while it is still {state}: one admission per lifecycle",
+        )
+
+    def _namespace(self, ctx: StepCtx, ev: Event, sh: SessionShadow, x: str) -> None:
+        """An ID whose lifecycle ended is admitted again only where it belongs."""
+        first = self.t.namespace.get(x)
+        if first is None:
+            return
+        kind = self.t.admission_kind(ctx, ev)
+        if not first.copied and first.session == sh.id and first.type == kind:
+            return  # the protocol's one exception: a new lifecycle in its session and kind
+        self.env.fail(
+            FRESH,
+            (ctx.index, first.step),
+            f"input {x} was admitted as {words.a_kind(kind)} at seq {ev.seq} of session "
+            f"{sh.id} (step {ctx.index}), but it is {words.held(first)} of session "
+            f"{first.session} (step {first.step}): after its lifecycle ended an ID is admitted "
+            "again only in its own session and kind",
         )
 
 

@@ -1,15 +1,28 @@
 """The durable log and what it must explain: replay reproduces the observed
-pending inbox and transcript (spec 4.30), and no admitted input is ever
-silently lost or duplicated, crashes included (the seed)."""
+pending inbox and transcript and a restart starts nothing (spec 4.30), and
+no admitted input is ever silently lost or duplicated, crashes included (the
+seed).
+
+What spec 4.30 asks, "replaying E into an empty store reproduces P and M
+exactly and triggers no wake or model call", is judged in the two halves
+the protocol shows: the views a target shows are, at every observation, the
+fold of its own log by the protocol's rules (``ReplayChecker``: IDs, seqs,
+types, deliveries, times; payloads are not in the views), and a restart,
+which rebuilds the process from the same durable state, wakes nothing
+(``RestartChecker``). The protocol cannot load a log into a fresh store, and
+event data is free-form, so a target's log is never fed to the model's
+projectors (the registry's unobservable list says so).
+"""
 
 from __future__ import annotations
 
-from ..model.ops import Compact, Prompt, Synthetic
+from ..model.ops import Compact, CrashOp, Hello, Prompt, Synthetic
 from . import words
 from .base import Checker
 from .tracker import Msg, Row, SessionShadow, StepCtx
 
 REPLAY = "replay-matches-views"
+RESTART = "replay-starts-nothing"
 DURABLE = "durability"
 
 
@@ -189,3 +202,54 @@ class DurabilityChecker(Checker):
                     f"transcript of {sh.id} at step {ctx.index}{crash}, and no committed revert "
                     "discarded it",
                 )
+
+
+class RestartChecker(Checker):
+    """Spec 4.30's second half and 3.6 ("replay never wakes"): a crash loses
+    every open call, and the restarted process, rebuilt from the durable
+    log, starts no execution and opens no call by itself. A kill or the
+    ``crash`` operation appends nothing at all, and neither does any
+    ``hello`` (the restart's own request). A failpoint crash shows the
+    request's durable effects and the restart in one observation: the
+    restart's share is judged where it shows, in an open call or an event
+    of a session the request did not name."""
+
+    ids = (RESTART,)
+    ops = None
+
+    def end(self, ctx: StepCtx) -> None:
+        op = ctx.op
+        if not ctx.crashed and not isinstance(op, Hello):
+            return
+        env = self.env
+        env.hit(RESTART)
+        if ctx.crashed:
+            how = f"a failpoint at {ctx.crash_point}" if ctx.crash_point else "a kill"
+            if isinstance(op, CrashOp):
+                how = "the crash operation"
+        else:
+            how = "a restart's hello" if self.t.last_crash >= 0 else "hello"
+        events = list(ctx.step.observed.events)
+        if ctx.crash_point is not None:
+            named = {ctx.session, getattr(op, "child", None)}
+            if ctx.answered is not None:
+                named.add(ctx.answered.session)
+            events = [e for e in events if e.session not in named]
+        opened = list(self.t.open.values()) if ctx.crashed else ctx.new_calls
+        if not events and not opened:
+            return
+        listed = ", ".join(f"{e.type} (seq {e.seq} of {e.session})" for e in events[:3])
+        if ctx.crashed:
+            parts = [f"{listed} {'was' if len(events) == 1 else 'were'} appended"] if events else []
+            parts += [f"{words.call(opened[0])} is open"] if opened else []
+            what = f"after {how} at step {ctx.index}, {' and '.join(parts)}"
+        else:
+            parts = [f"appended {listed}"] if events else []
+            parts += [f"opened {words.call(opened[0])}"] if opened else []
+            what = f"{how} at step {ctx.index} {' and '.join(parts)}"
+        env.fail(
+            RESTART,
+            (ctx.index,),
+            f"{what}: a restart replays the durable log and starts nothing (no wake, no model "
+            "call)",
+        )

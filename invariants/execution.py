@@ -1,7 +1,8 @@
 """Wakes, drains and executions as the protocol shows them: admission wakes
 an idle session, unforced wakes are lazy, one execution per session,
-lifecycle pairs, coalesced follow-up drains, and interrupts
-(spec 4.24-4.29; the seed).
+lifecycle pairs, coalesced follow-up drains, sessions that proceed
+independently, work that needs a wake, and interrupts (spec 4.24-4.29; the
+seed).
 
 A session is *idle* at a step's start when it has no open call: the
 adapter quiesces before it answers, so a busy session always waits on one.
@@ -11,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model.ops import Answer, Compact, Interrupt, Prompt, Resume, Synthetic
-from ..model.values import Event
+from ..model.ops import Answer, Compact, Fork, Hello, Interrupt, Op, Prompt, Resume, Synthetic
+from ..model.values import Call, Event
 from . import words
 from .base import Checker
 from .tracker import EXEC_TYPES, TERMINALS, Row, SessionShadow, StepCtx, parse
@@ -22,6 +23,12 @@ LAZY = "lazy-wake"
 SINGLE = "single-execution"
 LIFECYCLE = "execution-lifecycle"
 FOLLOW_UP = "wake-follow-up"
+INDEPENDENT = "sessions-independent"
+NEEDS_WAKE = "work-needs-a-wake"
+
+WAKING = (Prompt, Synthetic, Compact, Resume)
+"""The requests that may wake the session they name (whether they must is
+``WakeChecker``'s question)."""
 INTERRUPT_KEEPS = "interrupt-keeps-input"
 COMPACTION_ERROR = "compaction-error-continues"
 IDLE_INTERRUPT = "idle-interrupt-noop"
@@ -190,10 +197,20 @@ class LifecycleChecker(Checker):
 
 
 class FollowUpChecker(Checker):
-    """The seed and spec 4.26: wakes during an active execution coalesce
-    into one follow-up drain. When a step fails (and with it the
-    execution), exactly one new execution starts if a wake was rung during
-    it and input is pending; otherwise the session goes idle."""
+    """The seed and spec 4.26: wakes rung during an execution coalesce into
+    at most one follow-up drain per drain, inside that execution.
+
+    What a step's answer shows of it. A drain goes on while a continuation
+    is due or input is promotable, and its follow-up drain (rung or not)
+    is unforced: it takes whatever is pending and otherwise finds nothing.
+    So when a step ends without error, a session that goes idle holds no
+    pending row and owes no continuation (nothing was left for a follow-up
+    that never ran), a step call that opens promoted input or continues a
+    tool call (an extra drain would show as a call with nothing to do), and
+    no new execution starts (coalesced drains settle once per execution,
+    spec 4.27). When a step fails (and with it the execution), exactly one
+    new execution starts if a wake was rung during it and input is pending;
+    otherwise the session goes idle."""
 
     ids = (FOLLOW_UP,)
     step_scoped = ("pending",)
@@ -210,10 +227,49 @@ class FollowUpChecker(Checker):
 
     def end(self, ctx: StepCtx) -> None:
         a = ctx.answered
-        if a is None or a.kind != "step" or ctx.finish != "error" or not ctx.ok:
+        if a is None or a.kind != "step" or not ctx.ok or ctx.crashed:
             return
+        self.env.hit(FOLLOW_UP)
+        if ctx.finish == "error":
+            self._failed(ctx, a)
+        else:
+            self._ended(ctx, a)
+
+    def _ended(self, ctx: StepCtx, a: Call) -> None:
+        sid = a.session
+        sh = self.t.sessions[sid]
+        opened = self.t.open.get(sid)
+        cont = self.t.continuation(ctx, sid) is not None
+        what = f"{words.call(a)} ended at step {ctx.index} ({ctx.finish})"
+        rung = (sh.doorbell,) if sh.doorbell is not None else ()
+        problems = []
+        if ctx.exec_started.get(sid):
+            problems.append("a new execution started: coalesced drains settle once per execution")
+        if opened is None and (sh.pending or cont):
+            left = (
+                f"{words.ids(list(sh.pending))} pending"
+                if sh.pending
+                else "a continuation of its tool call due"
+            )
+            problems.append(
+                f"the session went idle with {left}: the drain goes on, or its one follow-up "
+                "drain takes it"
+            )
+        elif opened is not None and opened.kind == "step" and not cont:
+            if not ctx.promoted.get(sid):
+                problems.append(
+                    f"{words.call(opened)} opened with nothing promoted and no continuation due: "
+                    "a follow-up drain is unforced, and there is at most one per drain"
+                )
+        if problems:
+            self.env.fail(
+                FOLLOW_UP,
+                (ctx.index,) + rung,
+                f"{what}, but {'; and '.join(problems)}",
+            )
+
+    def _failed(self, ctx: StepCtx, a: Call) -> None:
         env = self.env
-        env.hit(FOLLOW_UP)
         sid = a.session
         sh = self.t.sessions[sid]
         rung = sh.doorbell
@@ -242,6 +298,84 @@ class FollowUpChecker(Checker):
                 (ctx.index,) + ((rung,) if rung is not None else ()),
                 f"{words.call(a)} failed at step {ctx.index} and a new execution started although "
                 f"{why}",
+            )
+
+
+class IndependenceChecker(Checker):
+    """Spec 4.26 ("different sessions proceed independently") and 4.28 ("no
+    wake recorded before the interrupt starts a successor"), judged on what
+    each request changed. A request touches only the sessions it names (an
+    answer: its call's session; a fork: the parent and the child). In an
+    idle session only a request that may wake it (a prompt, synthetic or
+    compact into it, or its resume; whether it must is ``WakeChecker``'s)
+    starts work: an execution, a promotion or a model call. No progress
+    happens between requests, so a wake kept across an interrupt could only
+    show at a later request, and would show here. Crashes and ``hello``
+    are ``RestartChecker``'s."""
+
+    ids = (INDEPENDENT, NEEDS_WAKE)
+    ops = None
+
+    def end(self, ctx: StepCtx) -> None:
+        op = ctx.op
+        if ctx.crashed or op is None or isinstance(op, Hello):
+            return
+        named = {ctx.session} if ctx.session is not None else set()
+        if isinstance(op, Fork):
+            named.add(op.child)
+        elif ctx.answered is not None:
+            named.add(ctx.answered.session)
+        if len(self.t.sessions) > len(named):
+            self.env.hit(INDEPENDENT)
+        if ctx.calls_changed or ctx.view_changes or any(s not in named for s in ctx.by_session):
+            self._others(ctx, op, named)
+        if not isinstance(op, WAKING):
+            for sid in sorted(named):
+                self._idle(ctx, op, sid)
+
+    def _others(self, ctx: StepCtx, op: Op, named: set[str]) -> None:
+        """What the request changed in sessions it does not name."""
+        changed: dict[str, list[str]] = {}
+        for sid, evs in ctx.by_session.items():
+            if sid not in named:
+                changed.setdefault(sid, []).append(
+                    f"appended {', '.join(f'{e.type} (seq {e.seq})' for e in evs[:3])}"
+                )
+        for sid, which, old, new in ctx.view_changes:
+            if sid not in named and old != new:
+                changed.setdefault(sid, []).append(f"changed its {which}")
+        for sid in set(ctx.calls_before) | set(self.t.open) if ctx.calls_changed else ():
+            before, after = ctx.calls_before.get(sid), self.t.open.get(sid)
+            if sid in named or (before and before.call) == (after and after.call):
+                continue
+            if before is not None:
+                changed.setdefault(sid, []).append(f"closed {words.call(before)}")
+            if after is not None:
+                changed.setdefault(sid, []).append(f"opened {words.call(after)}")
+        for sid, how in sorted(changed.items()):
+            self.env.fail(
+                INDEPENDENT,
+                (ctx.index,),
+                f"{op.OP} at step {ctx.index}, for {words.ids(sorted(named))}, changed session "
+                f"{sid}: it {'; '.join(how)}: a request changes only the sessions it names, and "
+                "sessions proceed independently",
+            )
+
+    def _idle(self, ctx: StepCtx, op: Op, sid: str) -> None:
+        """A request that does not wake ``sid`` starts no work there if idle."""
+        if sid not in self.t.sessions or sid in ctx.calls_before:
+            return  # unknown, or busy: not a question of waking
+        self.env.hit(NEEDS_WAKE)
+        work = _work(ctx, sid)
+        call = next((c for c in ctx.new_calls if c.session == sid), None)
+        if work or call is not None:
+            started = f"{work[0].type} at seq {work[0].seq}" if work else words.call(call)  # type: ignore[arg-type]
+            self.env.fail(
+                NEEDS_WAKE,
+                (ctx.index,),
+                f"{op.OP} at step {ctx.index} started work in idle session {sid} ({started}), "
+                f"but {op.OP} does not wake a session: only a prompt, synthetic or compact into "
+                "it, or its resume, starts an idle session's work",
             )
 
 
@@ -329,7 +463,10 @@ class CompactionErrorChecker(Checker):
 class InterruptChecker(Checker):
     """Spec 4.28 and 4.29: an interrupt stops the execution without deleting
     pending input or starting a successor; an idle interrupt changes nothing;
-    an unknown session is session_not_found."""
+    an unknown session is session_not_found. The one row an interrupt may
+    remove is the barrier of the compaction call it cancels (spec 3.8: an
+    interrupted manual compaction fails, and its barrier is consumed); a
+    barrier waiting behind an interrupted step stays."""
 
     ids = (INTERRUPT_KEEPS, IDLE_INTERRUPT)
     step_scoped = ("known", "rows", "shown")
@@ -344,8 +481,12 @@ class InterruptChecker(Checker):
     def begin(self, ctx: StepCtx) -> None:
         sh = self.t.sessions.get(ctx.session or "")
         self.known = sh is not None
-        self.rows = [r for r in sh.pending.values() if r.type != "compaction"] if sh else []
-        self.shown = {v.input for v in sh.view_pending if v.type != "compaction"} if sh else set()
+        running = ctx.calls_before.get(ctx.session or "")
+        keep = ("user", "synthetic") if running and running.kind == "compaction" else None
+        self.rows = [r for r in sh.pending.values() if keep is None or r.type in keep] if sh else []
+        self.shown = (
+            {v.input for v in sh.view_pending if keep is None or v.type in keep} if sh else set()
+        )
 
     def end(self, ctx: StepCtx) -> None:
         env = self.env

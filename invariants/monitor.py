@@ -31,10 +31,11 @@ from .admission import (
 from .barrier import BarrierEventChecker, CoalesceChecker
 from .base import Checker, Env, Violation
 from .delivery import AllowanceChecker, BoundaryContentChecker
-from .durability import DurabilityChecker, ReplayChecker
+from .durability import DurabilityChecker, ReplayChecker, RestartChecker
 from .execution import (
     CompactionErrorChecker,
     FollowUpChecker,
+    IndependenceChecker,
     InterruptChecker,
     LifecycleChecker,
     SingleExecutionChecker,
@@ -69,11 +70,13 @@ CHECKERS: tuple[type[Checker], ...] = (
     TranscriptViewChecker,
     ContextChecker,
     ReplayChecker,
+    RestartChecker,
     DurabilityChecker,
     WakeChecker,
     SingleExecutionChecker,
     LifecycleChecker,
     FollowUpChecker,
+    IndependenceChecker,
     CompactionErrorChecker,
     InterruptChecker,
     ForkChecker,

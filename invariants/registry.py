@@ -12,6 +12,7 @@ see it fire (the SQLite mutant catalogue).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..model.policy import Policy
@@ -47,7 +48,8 @@ _ENTRIES: tuple[Invariant, ...] = (
     Invariant(
         "seq-contiguous",
         "Within a session, event seqs start at 0 and grow by exactly one, except one gap right "
-        "after a fork's forked event at seq 0.",
+        "after a fork's forked event at seq 0, which ends at the fork's cutoff (where the forked "
+        "event names parent_seq, the next seq is parent_seq + 1, and at least 1).",
         "spec §4.1",
         ("log",),
         ALWAYS,
@@ -56,13 +58,27 @@ _ENTRIES: tuple[Invariant, ...] = (
     ),
     Invariant(
         "replay-matches-views",
-        "Folding the durable log reproduces the observed pending inbox and transcript: IDs, "
-        "order, seqs, types, deliveries, and times under the policy's visible_time.",
-        "spec §4.30; seed (replay of the durable log)",
+        "At every observation the pending inbox and transcript a target shows are the fold of its "
+        "own durable log by the protocol's rules: IDs, order, seqs, types, deliveries, and times "
+        "under the policy's visible_time (payloads are not folded: see the unobservable part).",
+        "spec §4.30 (the part the protocol can observe); seed (replay of the durable log)",
         ("log", "durability"),
         ALWAYS,
         "a projection that writes a row the log does not explain (or forgets one), e.g. pending "
         "rows kept in memory only",
+    ),
+    Invariant(
+        "replay-starts-nothing",
+        "A restart replays the durable log and starts nothing: after a crash (a kill, a failpoint "
+        "or the crash operation) no model call is open; a kill, the crash operation and every "
+        "hello append no event and open no call; a failpoint's restart appends nothing to the "
+        "sessions its request did not name.",
+        "spec §4.30 (replay triggers no wake or model call), §3.6 (replay never wakes), §3.11 (a "
+        "SIGKILL suspends nothing)",
+        ("log", "crash", "wake"),
+        ALWAYS,
+        "a process that wakes every session with pending input when it starts: replay that wakes "
+        "(restart-resumes-pending)",
     ),
     Invariant(
         "durability",
@@ -86,12 +102,18 @@ _ENTRIES: tuple[Invariant, ...] = (
     # --- admission and retries -------------------------------------------------
     Invariant(
         "admission-fresh-id",
-        "An admission event names an ID no live lifecycle holds: it is not pending and not "
-        "visible in any session (one admission per lifecycle).",
-        "spec §4.2, §4.4",
+        "An admission event names an ID never admitted or copied before, in any session (one "
+        "admission per ID), with the one exception the protocol allows: after its lifecycle "
+        "ended (a committed revert removed it, its barrier was consumed) an ID is admitted "
+        "again in its own session and as its own kind, a new lifecycle. A live ID (pending or "
+        "visible) is never admitted again.",
+        "spec §4.2, §4.4; adapter protocol, IDs are one namespace (the exception: re-admission "
+        "in the same session and kind after the lifecycle ended; the spec's cancellation "
+        "exception has no protocol operation)",
         ("admission", "ids"),
         ALWAYS,
-        "admission without the ID lookup (no check against the transcript or other sessions)",
+        "admission without the ID lookup (no check against the transcript or other sessions), or "
+        "an ID index that forgets an ID when its lifecycle ends",
     ),
     Invariant(
         "admission-projects-row",
@@ -143,7 +165,8 @@ _ENTRIES: tuple[Invariant, ...] = (
         "retry-same-receipt",
         "A successful request that returns an already admitted input returns that lifecycle's "
         "original receipt, field for field (pending or promoted).",
-        "seed (exact retry: same receipt); adapter protocol, exact retry",
+        "spec §4.21 (the stored receipt); seed (exact retry: same receipt); adapter protocol, "
+        "exact retry",
         ("retry",),
         When.of(retry_after_promotion=("admission_record",)),
         "rebuilding the receipt of a promoted input from the message (its promotion time) instead "
@@ -161,12 +184,18 @@ _ENTRIES: tuple[Invariant, ...] = (
     ),
     Invariant(
         "id-namespace",
-        "Reusing an input ID in another session or as another kind fails with the operation's "
-        "conflict error, and generated IDs never collide with an ID in use.",
-        "spec §4.38; adapter protocol (IDs are one namespace)",
+        "An input ID belongs to one session and one kind from its first admission, for good: "
+        "reusing it in another session or as another kind fails with the operation's conflict "
+        "error, also after its lifecycle ended, and so does reusing a fork copy's ID. In its own "
+        "session and kind, after its lifecycle ended (a prompt under a staged revert: as if the "
+        "revert were committed first), a reuse admits a new input, not a retry. Generated IDs "
+        "(inputs, barriers, fork copies) never collide with an ID ever admitted or copied.",
+        "spec §4.38, §4.2; adapter protocol (IDs are one namespace; a prompt under a staged "
+        "revert)",
         ("ids",),
         ALWAYS,
-        "a per-session primary key on input IDs instead of a global one",
+        "a per-session primary key on input IDs instead of a global one, or an ID index that "
+        "frees an ID for everyone when its lifecycle ends (ids-freed-for-everyone)",
     ),
     # --- promotion -------------------------------------------------------------
     Invariant(
@@ -299,7 +328,8 @@ _ENTRIES: tuple[Invariant, ...] = (
         "call-context",
         "The context a model call carries is the visible transcript (user and synthetic messages, "
         "in order) at its boundary.",
-        "seed (what the model actually saw); adapter protocol, calls",
+        "seed (what the model actually saw); spec §4.17 (context lists are ordered by seq); "
+        "adapter protocol, calls",
         ("transcript", "boundary"),
         ALWAYS,
         "building the request from a transcript read before the boundary's promotions",
@@ -341,8 +371,9 @@ _ENTRIES: tuple[Invariant, ...] = (
     ),
     Invariant(
         "barrier-coalesces",
-        "compact while a barrier is pending returns that barrier and appends nothing.",
-        "spec §4.12",
+        "compact while a barrier is pending returns that barrier and admits nothing (no "
+        "compaction_admitted; like any compact it then wakes the session).",
+        "spec §4.12, §3.8 (the operation then wakes execution)",
         ("barrier",),
         ALWAYS,
         "admitting a second barrier under the caller's new ID",
@@ -387,12 +418,41 @@ _ENTRIES: tuple[Invariant, ...] = (
     ),
     Invariant(
         "wake-follow-up",
-        "Wakes during an active execution coalesce into one follow-up drain: when its step fails, "
-        "exactly one new execution starts if a wake was rung and input is pending, otherwise none.",
-        "seed (an active continuation receives a coalesced follow-up wake); spec §4.26, §3.6",
+        "Wakes rung during an execution coalesce into at most one follow-up drain per drain, in "
+        "that execution: when a step ends without error the execution goes on with one call if a "
+        "continuation is due or input is pending (the drain, or its follow-up, takes it) and "
+        "otherwise settles, never opening a call with nothing to promote nor a new execution; "
+        "when a step fails, exactly one new execution starts if a wake was rung during it and "
+        "input is pending, otherwise none.",
+        "seed (an active continuation receives a coalesced follow-up wake); spec §4.26, §4.25 (a "
+        "follow-up drain is unforced), §4.27 (one execution across coalesced drains), §3.6",
         ("wake", "execution"),
         ALWAYS,
-        "dropping the doorbell when a step fails, or starting a drain per wake",
+        "dropping the doorbell when a step fails (doorbell-dropped-on-failure), or a follow-up "
+        "drain run like a resume: a call that promotes and continues nothing "
+        "(follow-up-drain-forced)",
+    ),
+    Invariant(
+        "sessions-independent",
+        "A request changes only the sessions it names (an answer: its call's session; a fork: the "
+        "parent and the child): every other session's log, pending inbox, transcript and open "
+        "call stay as they were.",
+        "spec §4.26 (different sessions proceed independently), §3.6",
+        ("execution",),
+        ALWAYS,
+        "a runner that drains every idle session with pending input whenever any session wakes",
+    ),
+    Invariant(
+        "work-needs-a-wake",
+        "An idle session starts work (an execution, a promotion or a model call) only in a "
+        "request that may wake it: a prompt, synthetic or compact into it, or its resume; so no "
+        "wake rung before an interrupt starts a successor later.",
+        "spec §4.28 (no wake recorded before the interrupt starts a successor), §3.6; adapter "
+        "protocol (no progress happens between requests)",
+        ("wake", "interrupt"),
+        ALWAYS,
+        "a doorbell kept across an interrupt that starts a successor at the session's next "
+        "request, e.g. a revert",
     ),
     Invariant(
         "compaction-error-continues",
@@ -407,9 +467,10 @@ _ENTRIES: tuple[Invariant, ...] = (
     ),
     Invariant(
         "interrupt-keeps-input",
-        "Interrupting a busy session answers interrupted: true, deletes no pending user or "
-        "synthetic input, promotes nothing and starts no successor.",
-        "spec §4.28; seed (interrupt never deletes pending input)",
+        "Interrupting a busy session answers interrupted: true, deletes no pending row (but the "
+        "barrier of the compaction call it cancels), promotes nothing and starts no successor.",
+        "spec §4.28 (its observable part), §3.8 (an interrupted compaction fails); seed (interrupt "
+        "never deletes pending input)",
         ("interrupt",),
         ALWAYS,
         "clearing the session's pending rows on interrupt",
@@ -445,7 +506,8 @@ _ENTRIES: tuple[Invariant, ...] = (
     Invariant(
         "revert-truncates",
         "A committed revert removes exactly the messages and user/synthetic pending rows at or "
-        "after its boundary's seq, and keeps everything below it and the barrier.",
+        "after its boundary's seq (after it, under revert_boundary = kept), and keeps everything "
+        "below it and the barrier.",
         "spec §4.34; seed (committed revert truncates exactly at the boundary)",
         ("revert",),
         ALWAYS,
@@ -454,8 +516,9 @@ _ENTRIES: tuple[Invariant, ...] = (
     Invariant(
         "prompt-commits-revert",
         "A prompt that succeeds under a staged revert commits it first, in the same step, and "
-        "survives it; a synthetic input never commits a staged revert.",
-        "spec §4.35; adapter protocol (revert rules)",
+        "survives it (under staged_revert_prompt = admits it commits nothing: the revert stays "
+        "staged); a synthetic input never commits a staged revert.",
+        "spec §4.35; adapter protocol (revert rules); OpenCode 1.18.33 (admits)",
         ("revert",),
         ALWAYS,
         "admitting the prompt before committing the revert, which then discards it",
@@ -492,6 +555,18 @@ REGISTRY: dict[str, Invariant] = {inv.id: inv for inv in _ENTRIES}
 
 UNOBSERVABLE: tuple[Unobservable, ...] = (
     Unobservable(
+        "spec §4.3",
+        "A pending row's data equals its admission's payload.",
+        "the protocol's pending rows carry no data: a payload is seen only in receipts (judged by "
+        "receipt-reflects-request and retry-same-receipt) and in free-form event data",
+    ),
+    Unobservable(
+        "spec §4.18",
+        "A retry or an overflow-compaction restart keeps the step index.",
+        "the harness plays the provider and never retries a call or overflows a context (see "
+        "§4.19), so no such attempt exists to observe",
+    ),
+    Unobservable(
         "spec §4.19",
         "No promotion on retry or rebuild (physical attempts after the first).",
         "the harness plays the provider: a call answered 'error' fails the step, so no retry, "
@@ -510,10 +585,50 @@ UNOBSERVABLE: tuple[Unobservable, ...] = (
         "retry-silent and retry-same-receipt",
     ),
     Unobservable(
+        "spec §4.27",
+        "The lifecycle pair of a target that logs no execution events.",
+        "a target without execution_* events (OpenCode 1.18.33; policy field step_events = "
+        "on_response) shows no busy period's start or end: execution-lifecycle judges only targets "
+        "that log them, and such a target's calls are judged by single-execution and "
+        "wake-follow-up",
+    ),
+    Unobservable(
+        "spec §4.28",
+        "A wake recorded during interrupt cleanup starts a successor.",
+        "an adapter answers interrupt only once its work has quiesced, and the protocol is one "
+        "request at a time: cleanup is over before any wake can arrive, so none is ever recorded "
+        "during it",
+    ),
+    Unobservable(
+        "spec §4.30",
+        "Replaying the durable log into an empty store reproduces the pending inbox and the "
+        "transcript exactly, payloads included.",
+        "the protocol cannot load a log into a fresh store, and event data is free-form (each "
+        "adapter maps its native payloads), so a target's log cannot be fed to the model's "
+        "projectors: replay-matches-views folds it by the protocol's rules at every observation, "
+        "and replay-starts-nothing judges what a restart on the same data starts",
+    ),
+    Unobservable(
         "spec §4.31",
         "A projector's rejection stores no event and does not advance the seq.",
         "projector failures are internal; the observable consequence (an error changes nothing) "
         "is judged by error-changes-nothing",
+    ),
+    Unobservable(
+        "spec §4.33",
+        "parentSeq = boundary.seq - 1 where a forked event does not carry parent_seq.",
+        "event data is free-form: where an adapter's forked event names no parent_seq, fork-cutoff "
+        "judges the cut by the copied messages and the child's first own seq only",
+    ),
+    Unobservable(
+        "spec §4.38 (call IDs)",
+        "A prompt ID never equals the ID of a non-prompt creator event (a step's assistant "
+        "message), and vice versa.",
+        "call IDs are made up by the adapter, and the protocol keeps them apart from input IDs "
+        "(a call is answered by its ID, never admitted or listed as a message; assistant "
+        "messages have no ID the protocol reports), so a collision between a step and an input "
+        "cannot be observed; the input side (prompt, synthetic and compaction IDs, and fork "
+        "copies) is judged by id-namespace",
     ),
     Unobservable(
         "spec §4.36",
@@ -526,6 +641,77 @@ UNOBSERVABLE: tuple[Unobservable, ...] = (
         "the protocol has no cancel, steer or queue operation",
     ),
 )
+
+
+SPEC_TITLES: tuple[str, ...] = (
+    "Contiguous sequence",
+    "One admission per lifecycle",
+    "Admission projects exactly one row",
+    "Admission is rejected if the ID is already visible",
+    "Pending is not history",
+    "Promotion is atomic",
+    "At most one promotion per input",
+    "Promotion requires prior admission",
+    "Barrier uniqueness",
+    "Barrier blocks promotion",
+    "Barrier lifetime",
+    "Coalescing",
+    "Steer batch content",
+    "Idle boundary content",
+    "Queue FIFO",
+    "Queue waits for idle",
+    "Transcript order equals promotion order",
+    "Step allowance reset",
+    "No promotion on retry or rebuild",
+    "Instructions before promotion",
+    "Exact retry is silent",
+    "Concurrent exact retries",
+    "Omitted ID",
+    "Wake policy",
+    "Wake-driven drain is lazy",
+    "Single execution per session",
+    "One lifecycle pair per busy period",
+    "Interrupt preserves input",
+    "Idle interrupt is a no-op",
+    "Replay determinism",
+    "Projection failure is atomic",
+    "Fork never carries pending input",
+    "Fork cutoff",
+    "Committed revert truncation",
+    "Prompt commits staged revert first",
+    "Suspension lifecycle (G4 restart)",
+    "Cancel/steer/queue (late G4)",
+    "Global ID namespace",
+)
+"""The titles of ``opencode-v2-inbox.md`` section 4, invariant 1 first.
+Every one of them is judged by the invariants whose source cites it
+(``spec §4.N``), declared in :data:`UNOBSERVABLE` with the reason, or both
+(the part a checker cannot see is declared, never silently left out)."""
+
+_SPEC_REF = re.compile(r"§4\.(\d+)")
+
+
+def spec_numbers(source: str) -> tuple[int, ...]:
+    """The section 4 invariants a source cites (``spec §4.2, §4.4`` -> 2, 4)."""
+    return tuple(int(n) for n in _SPEC_REF.findall(source))
+
+
+def spec_coverage() -> list[dict[str, object]]:
+    """Section 4 invariant by invariant: the ids that judge it and the parts
+    of it that no checker can see, each with the reason."""
+    return [
+        {
+            "number": n,
+            "title": title,
+            "checked_by": [inv.id for inv in _ENTRIES if n in spec_numbers(inv.source)],
+            "not_observable": [
+                {"statement": u.statement, "reason": u.reason}
+                for u in UNOBSERVABLE
+                if n in spec_numbers(u.source)
+            ],
+        }
+        for n, title in enumerate(SPEC_TITLES, start=1)
+    ]
 
 
 def expected(policy: Policy) -> frozenset[str]:
@@ -550,4 +736,5 @@ def listing() -> dict[str, list[dict[str, object]]]:
         "not_observable": [
             {"source": u.source, "statement": u.statement, "reason": u.reason} for u in UNOBSERVABLE
         ],
+        "spec": spec_coverage(),
     }

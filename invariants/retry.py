@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..model.ops import Compact, Fork, Prompt, Synthetic
-from ..model.values import canonical_json
+from ..model.values import Event, canonical_json
 from . import words
 from .base import Checker
-from .tracker import CONFLICT, Life, Owner, StepCtx, request_kind
+from .tracker import CONFLICT, Life, Owner, SessionShadow, StepCtx, request_kind
 
 SILENT = "retry-silent"
 SAME = "retry-same-receipt"
@@ -30,22 +30,25 @@ def _code(ctx: StepCtx) -> str:
 
 
 class ReuseChecker(Checker):
-    """Judges every request that names an input ID already in use."""
+    """Judges every request that names an input ID already used (live, or
+    whose lifecycle ended), and every ID a target generates."""
 
     ids = (SILENT, SAME, REJECTED, NAMESPACE)
-    step_scoped = ("owner", "life", "state", "judged")
+    step_scoped = ("owner", "first", "life", "state", "judged")
     ops = (Prompt, Synthetic, Compact, Fork)
+    events = ("admitted", "compaction_admitted")
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.owner: Owner | None = None
+        self.first: Owner | None = None
         self.life: Life | None = None
         self.state = ""
         self.judged = False
 
     def begin(self, ctx: StepCtx) -> None:
         op = ctx.op
-        self.owner = self.life = None
+        self.owner = self.first = self.life = None
         self.judged = False
         if isinstance(op, Fork):
             return
@@ -59,9 +62,29 @@ class ReuseChecker(Checker):
             return
         self.judged = True
         self.owner = self.t.owner_for(x, op)  # type: ignore[arg-type]
+        self.first = self.t.namespace.get(x)
         if self.owner is not None and not self.owner.copied:
             self.life = self.t.lives.get(x)
             self.state = self.life.state if self.life else ""
+
+    def event(self, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
+        """An ID the target generated (the request named none) is new."""
+        op = ctx.op
+        if not isinstance(op, (Prompt, Synthetic, Compact)) or op.input is not None:
+            return
+        if op.session != sh.id:
+            return
+        self.env.hit(NAMESPACE)
+        x = ev.input or ""
+        used = self.t.namespace.get(x)
+        if used is not None:
+            self.env.fail(
+                NAMESPACE,
+                (ctx.index, used.step),
+                f"{op.OP} without an ID at step {ctx.index} was admitted under the generated ID "
+                f"{x}, which is {words.held(used)} of session {used.session} (step {used.step}): "
+                "generated IDs never collide with an ID ever admitted or copied",
+            )
 
     def end(self, ctx: StepCtx) -> None:
         op = ctx.op
@@ -69,26 +92,29 @@ class ReuseChecker(Checker):
             self._copies(ctx)
             return
         self._same_receipt(ctx)
-        o = self.owner
-        if not self.judged or o is None:
+        if not self.judged:
             return
         kind = request_kind(op)
         x = getattr(op, "input", None)
         if kind is None or op is None or not isinstance(x, str):
+            return
+        o = self.owner
+        if o is None:
+            if self.first is not None:
+                self._ended(ctx, x, kind, self.first)
             return
         env = self.env
         code = CONFLICT[kind]
         if o.session != ctx.session or o.type != kind:
             env.hit(NAMESPACE)
             if getattr(ctx.reply, "code", None) != code:
-                held = "a fork's copied message" if o.copied else f"{words.kind_word(o.type)} input"
                 steps = (ctx.index,) + ((self.t.lives[x].row.step,) if x in self.t.lives else ())
                 env.fail(
                     NAMESPACE,
                     steps,
                     f"{op.OP} {x} into session {ctx.session} at step {ctx.index} {_code(ctx)}, but "
-                    f"{x} is {held} of session {o.session}: reuse in another session or as another "
-                    f"kind must fail with {code}",
+                    f"{x} is {words.held(o)} of session {o.session}: reuse in another session or "
+                    f"as another kind must fail with {code}",
                 )
             return
         life = self.life
@@ -141,6 +167,38 @@ class ReuseChecker(Checker):
                 f"reuse must fail with {code} and change nothing",
             )
 
+    def _ended(self, ctx: StepCtx, x: str, kind: str, first: Owner) -> None:
+        """A reuse of an ID whose lifecycle ended (or that a prompt's staged
+        revert ends first): a conflict anywhere but in its own session and
+        kind, where it is a new input, not a retry."""
+        env = self.env
+        op = ctx.op
+        code = CONFLICT[kind]
+        got = getattr(ctx.reply, "code", None)
+        env.hit(NAMESPACE)
+        steps = (ctx.index, first.step)
+        if first.copied or first.session != ctx.session or first.type != kind:
+            if got != code:
+                env.fail(
+                    NAMESPACE,
+                    steps,
+                    f"{op.OP} {x} into session {ctx.session} at step {ctx.index} {_code(ctx)}, "  # type: ignore[union-attr]
+                    f"but {x} is {words.held(first)} of session {first.session} (step "
+                    f"{first.step}), whose lifecycle ended: reuse in another session or as another "
+                    f"kind must fail with {code}, also after the lifecycle ended",
+                )
+            return
+        returned_old = ctx.ok and ctx.result.get("input") == x and x not in ctx.admitted
+        if got == code or returned_old:
+            env.fail(
+                NAMESPACE,
+                steps,
+                f"{op.OP} {x} into session {ctx.session} at step {ctx.index} "  # type: ignore[union-attr]
+                f"{'returned a receipt without admitting it' if returned_old else _code(ctx)}, "
+                f"but the lifecycle of {x} in its own session and kind had ended: it is admitted "
+                "again as a new input, not judged as a retry",
+            )
+
     def _same_receipt(self, ctx: StepCtx) -> None:
         if not ctx.ok:
             return
@@ -176,7 +234,8 @@ class ReuseChecker(Checker):
                 NAMESPACE,
                 (ctx.index,),
                 f"the fork at step {ctx.index} gave a copied message the ID {mid}, which session "
-                f"{held} already uses: generated IDs never collide",
+                f"{held} already used: generated IDs never collide with an ID ever admitted or "
+                "copied",
             )
 
 

@@ -28,8 +28,18 @@ class SequenceChecker(Checker):
             return
         if sh.n_events == 1 and sh.first_forked:
             # The fork reserves the child's sequence up to the parent cutoff:
-            # the one legal gap, right after the forked event at seq 0.
-            if ev.seq <= sh.last_seq:
+            # the one legal gap, right after the forked event at seq 0. Where
+            # the event names its cutoff, the gap ends exactly there.
+            cut = sh.fork_seq
+            if cut is not None and ev.seq != max(cut + 1, sh.last_seq + 1):
+                env.fail(
+                    SEQ,
+                    (sh.last_event_step, ctx.index),
+                    f"the {where} has seq {ev.seq}, but the forked event at seq {sh.last_seq} "
+                    f"reserved the sequence up to its cutoff {cut}: the next seq is "
+                    f"{max(cut + 1, sh.last_seq + 1)}",
+                )
+            elif ev.seq <= sh.last_seq:
                 env.fail(
                     SEQ,
                     (sh.last_event_step, ctx.index),

@@ -100,11 +100,13 @@ class Life:
 
 @dataclass(slots=True)
 class Owner:
-    """Who holds a live ID (pending or visible): its session and kind."""
+    """Whom an ID belongs to: its session and kind (or a fork's copy), and
+    the trace step of its first admission or copy."""
 
     session: str
     type: str
     copied: bool = False
+    step: int = -1
 
 
 class SessionShadow:
@@ -116,6 +118,7 @@ class SessionShadow:
         "last_seq",
         "last_event_step",
         "first_forked",
+        "fork_seq",
         "fork_floor",
         "pending",
         "barrier",
@@ -140,6 +143,7 @@ class SessionShadow:
         self.last_seq = -1
         self.last_event_step = -1
         self.first_forked = False
+        self.fork_seq: int | None = None  # the forked event's parent_seq (its cutoff), if named
         self.fork_floor: int | None = None  # the child's next seq must exceed this
         self.pending: dict[str, Row] = {}  # admission order
         self.barrier: Row | None = None
@@ -258,7 +262,8 @@ class Tracker:
         self.step_limit: int | None = hello.get("step_limit")
         self.features: set[str] = set(hello.get("features", ()))
         self.sessions: dict[str, SessionShadow] = {}
-        self.owners: dict[str, Owner] = {}
+        self.owners: dict[str, Owner] = {}  # live IDs (pending or visible)
+        self.namespace: dict[str, Owner] = {}  # every ID ever admitted or copied, for good
         self.lives: dict[str, Life] = {}
         self.open: dict[str, Call] = {}  # session -> its open call
         self.calls_by_id: dict[str, Call] = {}
@@ -288,10 +293,12 @@ class Tracker:
     def owner_for(self, x: str, op: Op) -> Owner | None:
         """The live owner of ``x`` as the request is judged. A prompt that
         arrives under a staged revert is judged as if the revert were
-        committed just before it (protocol), so an ID the revert would
-        discard is free."""
+        committed just before it (protocol; ``staged_revert_prompt =
+        "commits"``), so an ID the revert would discard is free."""
         o = self.owners.get(x)
         if o is None or not isinstance(op, Prompt) or o.session != op.session:
+            return o
+        if self.policy.staged_revert_prompt != "commits":
             return o
         sh = self.sessions.get(op.session)
         if sh is None or sh.staged is None:
@@ -299,13 +306,31 @@ class Tracker:
         boundary = sh.visible.get(sh.staged)
         if boundary is None:
             return o
+        cut = self.policy.revert_cut(boundary.seq)
         m = sh.visible.get(x)
-        if m is not None and m.seq >= boundary.seq:
+        if m is not None and m.seq >= cut:
             return None
         r = sh.pending.get(x)
-        if r is not None and r.type != "compaction" and r.seq >= boundary.seq:
+        if r is not None and r.type != "compaction" and r.seq >= cut:
             return None
         return o
+
+    def admission_kind(self, ctx: StepCtx, ev: Event) -> str:
+        """The kind an ``admitted`` or ``compaction_admitted`` event admits:
+        the event's ``type`` if it names one, else the step's own request's."""
+        if ev.type == "compaction_admitted":
+            return "compaction"
+        kind = parse(ev.data).get("type")
+        if isinstance(kind, str):
+            return kind
+        op = ctx.op
+        if (
+            isinstance(op, (Prompt, Synthetic))
+            and op.session == ev.session
+            and op.input in (None, ev.input)
+        ):
+            return request_kind(op) or "user"
+        return "user"
 
     def wakes(self, ctx: StepCtx, staged_at_start: str | None) -> bool:
         """Does this (successful) admitting request wake its session?"""
@@ -347,7 +372,15 @@ class Tracker:
     # --- the step ------------------------------------------------------------
 
     def begin(self, step: Step) -> StepCtx:
-        ctx = StepCtx(step, self.open)
+        calls = self.open
+        if step.kind == "crash":
+            # A kill between requests: the process died before anything the
+            # step shows happened, so its events (if any) are the restart's,
+            # with no call open and no execution running.
+            calls = {}
+            for sh in self.sessions.values():
+                sh.exec_open = False
+        ctx = StepCtx(step, calls)
         op = ctx.op
         if isinstance(op, Answer) and not ctx.err:
             ctx.answered = self.calls_by_id.get(op.call)
@@ -484,10 +517,12 @@ class Tracker:
                     sh.fork_floor = m.seq
 
     def _own_copy(self, ctx: StepCtx, session: str, mid: str, kind: str) -> None:
-        held = self.owners.get(mid)
+        held = self.namespace.get(mid)
         if held is not None:
             ctx.collisions.append((mid, held.session))
-        self.owners[mid] = Owner(session, kind, True)
+        else:
+            self.namespace[mid] = Owner(session, kind, True, ctx.index)
+        self.owners[mid] = Owner(session, kind, True, ctx.index)
 
     def _end_life(self, x: str, session: str, state: str, step: int) -> None:
         o = self.owners.get(x)
@@ -523,11 +558,12 @@ def _admitted(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
     mine: Prompt | Synthetic | None = None
     if isinstance(op, (Prompt, Synthetic)) and op.session == sh.id and op.input in (None, x):
         mine = op
-    kind = data.get("type") or (request_kind(mine) if mine else None) or "user"
+    kind = t.admission_kind(ctx, ev)
     delivery = data["delivery"] if "delivery" in data else (t.delivery(mine) if mine else None)
     row = Row(x, sh.id, kind, delivery, ev.seq, ev.time, ctx.index)
     sh.pending[x] = row
-    t.owners[x] = Owner(sh.id, kind)
+    t.owners[x] = Owner(sh.id, kind, False, ctx.index)
+    t.namespace.setdefault(x, t.owners[x])
     life = Life(row)
     if mine is not None:
         life.payload = t.payload(mine)
@@ -542,7 +578,8 @@ def _compaction_admitted(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow)
     sh.pending[x] = row
     if sh.barrier is None:
         sh.barrier = row
-    t.owners[x] = Owner(sh.id, "compaction")
+    t.owners[x] = Owner(sh.id, "compaction", False, ctx.index)
+    t.namespace.setdefault(x, t.owners[x])
     t.lives[x] = Life(row, payload="{}")
     ctx.admitted[x] = (ev, row)
 
@@ -599,7 +636,7 @@ def _revert_committed(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) ->
     boundary = sh.visible.get(to or "")
     if boundary is None:
         return
-    cut = boundary.seq
+    cut = t.policy.revert_cut(boundary.seq)
     kept: dict[str, Msg] = {}
     for k, m in sh.visible.items():
         if m.seq < cut:
@@ -618,7 +655,7 @@ def _forked(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
     if sh.n_events == 0 and ev.seq == 0:
         sh.first_forked = True
     floor = data.get("parent_seq", data.get("parentSeq"))
-    sh.fork_floor = floor if isinstance(floor, int) else None
+    sh.fork_seq = sh.fork_floor = floor if isinstance(floor, int) else None
     messages = data.get("messages")
     if not isinstance(messages, list):
         ctx.fork_from_view.add(sh.id)

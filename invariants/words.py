@@ -10,13 +10,31 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..model.values import Call
-    from .tracker import Msg, Row
+    from .tracker import Msg, Owner, Row
 
 _KIND = {"user": "prompt", "synthetic": "synthetic", "compaction": "compaction barrier"}
 
 
 def kind_word(kind: str | None) -> str:
     return _KIND.get(kind or "", kind or "input")
+
+
+_A_KIND = {
+    "user": "a prompt",
+    "synthetic": "a synthetic input",
+    "compaction": "a compaction barrier",
+}
+
+
+def a_kind(kind: str) -> str:
+    """An input of a kind: ``a prompt``, ``a compaction barrier``."""
+    return _A_KIND.get(kind, f"a {kind} input")
+
+
+def held(o: Owner) -> str:
+    """What an ID is to the session it belongs to: ``a prompt``, or ``a
+    fork's copied message``."""
+    return "a fork's copied message" if o.copied else a_kind(o.type)
 
 
 def row(r: Row) -> str:

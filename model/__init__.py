@@ -3,17 +3,25 @@
 A pure-functional model: ``apply(state, op, crash_at=None) -> Outcome`` with
 no I/O, no clock and no randomness. Durable state (event logs, pending inbox,
 transcript, staged revert, fork cutoff) lives in ``State.store``; volatile
-state (active executions, open calls, doorbells, step counters) in
-``State.runs``, so a crash is exactly ``State.crashed()``. Design choices are
-explicit fields of a :class:`Policy`; ``g4`` is the default.
+state (active executions, open calls, doorbells, step counters, the runner's
+pending work) in ``State.runs`` and ``State.work``, so a crash is exactly
+``State.crashed()``. Design choices are explicit fields of a :class:`Policy`;
+``g4`` is the default. The fine-grained form (``request``, ``enabled``,
+``advance``) runs the runner one transition at a time, for concurrent
+histories; ``apply`` is it with the runner run to quiescence at once.
 """
 
 from .apply import DEFAULT_STEP_LIMIT as DEFAULT_STEP_LIMIT
 from .apply import PROTOCOL as PROTOCOL
+from .apply import Advanced as Advanced
 from .apply import Outcome as Outcome
+from .apply import RunnerStep as RunnerStep
+from .apply import advance as advance
 from .apply import apply as apply
+from .apply import enabled as enabled
 from .apply import features as features
 from .apply import initial_state as initial_state
+from .apply import request as request
 from .ops import FAILPOINTS as FAILPOINTS
 from .ops import OPS as OPS
 from .ops import (
@@ -77,6 +85,7 @@ from .policy import Policy as Policy
 from .policy import PolicyError as PolicyError
 from .policy import load_policy as load_policy
 from .state import State as State
+from .state import Work as Work
 from .store import SessionLog as SessionLog
 from .store import Store as Store
 from .store import replay as replay

@@ -1,15 +1,28 @@
-"""``apply(state, op) -> Outcome``: the model's one entry point.
+"""``apply(state, op) -> Outcome``: the model's one entry point, and its
+fine-grained form.
 
 Pure: no I/O, no clock (time is ``op.now``), no randomness. An error reply
 returns the state it was given, unchanged (protocol "Errors"). A request that
 reaches the failpoint named by ``crash_at`` returns the durable state at that
 point with the volatile part dropped, the events appended until then, and a
 :class:`~inboxsim.model.values.Crashed` reply (outcome unknown).
+
+The fine-grained form separates a request from the runner, which a real
+server runs in the background (``runner.py``): :func:`request` does the
+request's own part and leaves the work it made ready in ``State.work``;
+:func:`enabled` lists the runner transitions that may run next (one per
+session with work) and :func:`advance` runs one of them. Any interleaving of
+requests and enabled transitions is a legal history, and a kill may land
+between any two (``State.crashed``); the failpoints are three such places
+(``runner.py``). :func:`apply` is exactly a request followed by every
+transition as soon as it is enabled, the synchronous runner of the adapter
+protocol: the same states, replies and events.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from . import inbox, runner
@@ -68,13 +81,55 @@ def features(policy: Policy) -> tuple[str, ...]:
     return ALL_FEATURES
 
 
+class Advanced(NamedTuple):
+    state: State
+    events: tuple[Event, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerStep:
+    """The runner transition ``at`` of ``session``'s active execution."""
+
+    session: str
+    at: str
+
+    def __str__(self) -> str:
+        return f"runner {self.session}: {self.at}"
+
+
 def apply(state: State, op: Op, crash_at: str | None = None) -> Outcome:
     """Apply one request to the model and run the runner to quiescence."""
+    return _request(state, op, crash_at, quiesce=True)
+
+
+def request(state: State, op: Op) -> Outcome:
+    """The request's own effect and reply; the runner is not run."""
+    return _request(state, op, None, quiesce=False)
+
+
+def enabled(state: State) -> tuple[RunnerStep, ...]:
+    """The runner transitions that may run next, by session name."""
+    return tuple(RunnerStep(sid, state.work[sid].at) for sid in sorted(state.work))
+
+
+def advance(state: State, step: RunnerStep, now: int) -> Advanced:
+    """Run one enabled runner transition; ``now`` stamps its events."""
+    work = state.work.get(step.session)
+    if work is None or work.at != step.at:
+        raise ValueError(f"{step} is not enabled")
+    tx = Tx(state, now, None)
+    runner.advance(tx, step.session)
+    return Advanced(tx.freeze(), tuple(tx.events))
+
+
+def _request(state: State, op: Op, crash_at: str | None, quiesce: bool) -> Outcome:
     if isinstance(op, CrashOp):
         return Outcome(state.crashed(), Ok({}), ())
     tx = Tx(state, op.now, crash_at)
     try:
         result = _HANDLERS[type(op)](tx, op)
+        if quiesce:
+            runner.quiesce(tx)
     except Failed as failure:
         return Outcome(state, Err(failure.code, failure.message), ())
     except CrashedAt as crash:
@@ -112,7 +167,7 @@ def _create(tx: Tx, op: Create) -> dict[str, Any]:
 
 def _prompt(tx: Tx, op: Prompt) -> dict[str, Any]:
     log = tx.session(op.session)
-    if log.revert is not None:
+    if log.revert is not None and tx.policy.staged_revert_prompt == "commits":
         # Judged as if the staged revert were committed just before: the
         # commit and the admission land together or not at all.
         inbox.revert_commit(tx, op.session)

@@ -2,10 +2,14 @@
 3.8-3.10, and the adapter protocol's "Rules the protocol pins down").
 
 The one-namespace rule: an input ID belongs to one session and one kind from
-its first admission. A reuse in that session and kind is judged as a retry
-while the input is pending or visible; anywhere else it is a conflict. Once
-its lifecycle ended without it staying visible (a committed revert truncated
-it, or its barrier was consumed) the ID is free again.
+its first admission, for good (a fork's copy: to the child, as a copy). A
+reuse in another session or as another kind is a conflict, also after the
+lifecycle ended (spec invariants 2 and 38). In its own session and kind a
+reuse is judged as a retry while the input is pending or visible; once its
+lifecycle ended without it staying visible (a committed revert truncated it,
+or its barrier was consumed) it admits a new input there, and only there. A
+copy's ID is never admitted: reusing it after a revert removed the copy
+conflicts too. Generated IDs skip every ID the index ever held.
 """
 
 from __future__ import annotations
@@ -39,8 +43,12 @@ def admit(tx: Tx, op: Prompt | Synthetic) -> Receipt:
     if row is not None:
         return _judge(tx, row, data, delivery, conflict)
     msg = log.message(op.input)
-    assert msg is not None, "owners index out of step with the session"
-    return _judge_visible(tx, log.id, msg, data, delivery, conflict)
+    if msg is not None:
+        return _judge_visible(tx, log.id, msg, data, delivery, conflict)
+    if owner.copied:
+        raise conflict  # a fork's copy a revert removed: copies are never admitted
+    # Its lifecycle ended (a committed revert removed it): a new input.
+    return _admit_new(tx, log, op.input, kind, data, delivery)
 
 
 def _delivery(tx: Tx, op: Prompt | Synthetic, kind: str) -> str:
@@ -110,12 +118,21 @@ def compact(tx: Tx, op: Compact) -> Receipt:
 
 def fork(tx: Tx, op: Fork) -> None:
     """Copy the parent's visible history up to the boundary; never its
-    pending input (spec 3.9, invariants 32 and 33)."""
+    pending input (spec 3.9, invariants 32 and 33).
+
+    Two open points of spec section 5 are decided here. A9 (the cutoff of a
+    whole-history fork, unwritten in G4 and G5): the parent's latest seq,
+    as the G3 test implies, so the child reserves the parent's whole
+    sequence and its own events come after every parent event. A8 (fork and
+    the parent's pending input): nothing pending is copied, and the cutoff
+    is not lowered to exclude pending admissions, so a whole-history fork
+    reserves seqs of admitted events whose rows stay in the parent only
+    (``tests/test_model_open_points.py``)."""
     parent = tx.session(op.session)
     if op.child in tx.store.sessions:
         raise Failed("invalid_request", f"fork target {op.child!r} already exists")
     if op.before is None:
-        # The whole reserved sequence: a fresh fork's copies lie past its last event.
+        # A9: the whole reserved sequence; a fresh fork's copies lie past its last event.
         cutoff = parent.next_seq - 1
     else:
         boundary = parent.message(op.before)

@@ -1,8 +1,40 @@
 """The runner as the harness sees it: wakes, drains, boundaries, model calls.
 
-Theory of operation (spec 3.4-3.8, adapter protocol "Quiescence"). Work runs
-synchronously inside the request that made it ready, until every session is
-idle or parked at one open model call; answering the call continues it.
+Theory of operation (spec 3.4-3.8, adapter protocol "Quiescence").
+
+The runner is asynchronous: a request does its own part (an admission and its
+wake, an answer settling its call, an interrupt) and the runner goes on later,
+in the background, one transition at a time. Each active execution is either
+parked at its one open model call (``State.runs``) or has a next transition
+(``State.work``, a :class:`~inboxsim.model.state.Work` whose ``at`` names it).
+A transition reads the state when it runs and does one thing:
+
+==========  ==================================================================
+``start``   the execution begins (``execution_started``)
+``drain``   the drain's head: a pending manual compaction opens its call, or
+            a Safe Step Boundary reads its batch, or the drain is over
+``promote`` one input of the batch becomes visible (``promoted``)
+``reread``  an idle boundary that promoted queued input reads the steers that
+            arrived meanwhile, and promotes them too (spec 3.4 step 4)
+``open``    the boundary's step call opens (``step_started`` under G4)
+``stepped`` after an answered step: a pending compaction opens its call, or
+            the next boundary reads its batch, or the drain is over
+``compacted`` after an answered compaction call: likewise
+``failed``  the execution ends after a failed step (``execution_failed``)
+==========  ==================================================================
+
+A decision (is anything promotable? is a compaction due?) is taken by the
+transition that acts on it, so what it read is still true when it acts. A
+boundary's read is one transition (spec A6: the read is atomic and the batch
+is exactly the inputs admitted before it); its promotions are one transition
+each, so an admission may land between them and, being after the read, waits
+for the next boundary. A captured input that is no longer promotable when its
+turn comes (a committed revert removed it, a barrier now holds it) is skipped.
+The failpoints sit between transitions: ``after_admit`` right after a
+request's new admission, ``mid_promotion`` after a boundary's first
+``promote`` that promoted, ``after_promotion`` before its ``open``.
+
+The rules each transition applies:
 
 - ``wake`` on an idle session starts an execution with an unforced drain, but
   only if some pending row exists; on an active one it rings the doorbell.
@@ -21,12 +53,19 @@ idle or parked at one open model call; answering the call continues it.
   rung doorbell then starts a new execution); on a compaction it fails the
   compaction and the drain goes on.
 - ``interrupt`` fails the open call, ends the execution and drops its doorbell;
-  pending input stays.
+  pending input stays. An execution woken but not yet begun (``start``) just
+  ends: nothing of it was written.
+
+Run one transition after another as soon as each is enabled and this is the
+synchronous runner of the adapter protocol (:func:`quiesce`), which is how
+``apply`` runs it.
 """
 
 from __future__ import annotations
 
-from .state import Run, Tx
+from collections.abc import Callable
+
+from .state import At, Phase, Run, Tx, Work
 from .store import SessionLog
 from .values import Receipt
 
@@ -41,6 +80,12 @@ def _blocked(row: Receipt, barrier: Receipt | None, tx: Tx) -> bool:
 
 
 def _promotable(log: SessionLog, tx: Tx) -> list[Receipt]:
+    # Open point A12 (spec section 5), decided as G4's runner does it: a
+    # staged revert holds nothing back; only a synthetic input's wake is
+    # suppressed (``apply._synthetic``). So a synthetic admitted under a
+    # staged revert while a step runs is promoted at that drain's next
+    # boundary, and the commit then removes it with the rest of the history
+    # past the boundary (``tests/test_model_open_points.py``).
     barrier = log.barrier()
     rows = [r for r in log.pending if r.type != "compaction" and not _blocked(r, barrier, tx)]
     if tx.policy.lifecycles == "parallel":
@@ -72,24 +117,74 @@ def _compaction_due(log: SessionLog, tx: Tx) -> bool:
     return True
 
 
-# --- wake, resume, drains --------------------------------------------------
+# --- doorbells -------------------------------------------------------------------
+
+
+def _with_doorbell(run: Run) -> Run:
+    return Run(run.call, run.phase, run.forced, run.step, run.cont, True)
+
+
+# --- what requests do to the runner -------------------------------------------
 
 
 def wake(tx: Tx, session: str) -> None:
     run = tx.runs.get(session)
+    work = tx.work.get(session)
     if run is not None:
         tx.runs[session] = _with_doorbell(run)
+    elif work is not None:
+        tx.work[session] = work._replace(doorbell=True)
     elif tx.log(session).pending:
         _start_execution(tx, session, forced=False)
 
 
 def resume(tx: Tx, session: str) -> None:
-    if session not in tx.runs:
+    if session not in tx.runs and session not in tx.work:
         _start_execution(tx, session, forced=True)
 
 
-def _with_doorbell(run: Run) -> Run:
-    return Run(run.call, run.phase, run.forced, run.step, run.cont, True)
+def _start_execution(tx: Tx, session: str, forced: bool) -> None:
+    tx.work[session] = Work("start", forced, False)
+
+
+def answer(tx: Tx, run: Run, finish: str) -> None:
+    """Settle the open call of ``run``; the runner takes it from there."""
+    session = run.call.session
+    del tx.runs[session]
+    if run.call.kind == "compaction":
+        _settle_compaction(tx, session, failed=finish == "error", error="model call failed")
+        after = Work("compacted", run.forced, run.doorbell, run.step, run.cont, run.phase)
+    elif finish == "error":
+        if tx.policy.step_events == "on_response":
+            _step_started(tx, session, run.step, run.call.final)
+        tx.append(session, "step_failed", None, {"step": run.step, "error": "model call failed"})
+        after = Work("failed", run.forced, run.doorbell, run.step)
+    else:
+        if tx.policy.step_events == "on_response":
+            _step_started(tx, session, run.step, run.call.final)
+        tx.append(session, "step_ended", None, {"step": run.step, "finish": finish})
+        cont = finish == "tool" and not run.call.final
+        after = Work("stepped", run.forced, run.doorbell, run.step, cont)
+    tx.work[session] = after
+
+
+def interrupt(tx: Tx, session: str) -> bool:
+    """Stop the active execution, keeping every pending input (spec 3.7)."""
+    run = tx.runs.pop(session, None)
+    work = tx.work.pop(session, None)
+    if run is None and work is None:
+        return False
+    if run is not None and run.call.kind == "compaction":
+        _settle_compaction(tx, session, failed=True, error="Compaction cancelled")
+    elif run is not None and tx.policy.step_events == "at_call":
+        # on_response: the step never started in the log, so it gets no event.
+        tx.append(session, "step_failed", None, {"step": run.step, "error": "interrupted"})
+    if work is None or work.at != "start":
+        _execution_event(tx, session, "execution_interrupted", {"reason": "user"})
+    return True
+
+
+# --- the transitions ------------------------------------------------------------
 
 
 def _execution_event(tx: Tx, session: str, kind: str, data: dict[str, str] | None = None) -> None:
@@ -98,9 +193,13 @@ def _execution_event(tx: Tx, session: str, kind: str, data: dict[str, str] | Non
         tx.append(session, kind, None, data)
 
 
-def _start_execution(tx: Tx, session: str, forced: bool) -> None:
+def _start(tx: Tx, session: str, w: Work) -> None:
     _execution_event(tx, session, "execution_started")
-    _start_drain(tx, session, forced, doorbell=False)
+    tx.work[session] = Work("drain", w.forced, w.doorbell)
+
+
+def _drain(tx: Tx, session: str, w: Work) -> None:
+    _start_drain(tx, session, w.forced, w.doorbell)
 
 
 def _start_drain(tx: Tx, session: str, forced: bool, doorbell: bool) -> None:
@@ -115,7 +214,7 @@ def _start_drain(tx: Tx, session: str, forced: bool, doorbell: bool) -> None:
 
 def _after_start_compaction(tx: Tx, session: str, forced: bool, doorbell: bool) -> None:
     if forced or _has_promotable(tx.log(session), tx):
-        _run_step(tx, session, "input", 1, forced, doorbell)
+        _boundary(tx, session, "input", 1, forced, doorbell)
     else:
         _drain_done(tx, session, doorbell)
 
@@ -125,36 +224,106 @@ def _drain_done(tx: Tx, session: str, doorbell: bool) -> None:
         _start_drain(tx, session, forced=False, doorbell=False)
     else:
         _execution_event(tx, session, "execution_succeeded")
-        tx.runs.pop(session, None)
+
+
+def _compacted(tx: Tx, session: str, w: Work) -> None:
+    if w.phase == "start":
+        _after_start_compaction(tx, session, w.forced, w.doorbell)
+    else:
+        _continue(tx, session, w.step, w.cont, w.forced, w.doorbell)
+
+
+def _stepped(tx: Tx, session: str, w: Work) -> None:
+    if _compaction_due(tx.log(session), tx):
+        _open_compaction(tx, session, "after_step", w.forced, w.step, w.cont, w.doorbell)
+    else:
+        _continue(tx, session, w.step, w.cont, w.forced, w.doorbell)
+
+
+def _continue(tx: Tx, session: str, step: int, cont: bool, forced: bool, doorbell: bool) -> None:
+    log = tx.log(session)
+    if cont or _has_promotable_steer(log, tx):
+        _boundary(tx, session, "steer", step + 1, forced, doorbell)
+    elif _has_promotable(log, tx):
+        _boundary(tx, session, "input", 1, forced, doorbell)
+    else:
+        _drain_done(tx, session, doorbell)
+
+
+def _failed(tx: Tx, session: str, w: Work) -> None:
+    _execution_event(tx, session, "execution_failed", {"error": "model call failed"})
+    if w.doorbell:
+        wake(tx, session)
 
 
 # --- boundaries and calls ----------------------------------------------------
 
 
-def _promote(tx: Tx, session: str, scope: str) -> int:
-    """The Safe Step Boundary's promotion (spec 3.4); returns how many."""
+def _batch(tx: Tx, session: str, scope: str) -> list[Receipt]:
+    """The Safe Step Boundary's read (spec 3.4): the inputs it will promote."""
     rows = _promotable(tx.log(session), tx)
     steers = [r for r in rows if r.delivery == "steer"]
     if steers or scope == "steer":
-        batch = steers[: tx.policy.steer_batch_cap]
-    else:
-        batch = [r for r in rows if r.delivery == "queue"][:1]
-    for index, row in enumerate(batch):
-        tx.append(session, "promoted", row.input)
-        if index == 0:
-            tx.reach("mid_promotion")
-    return len(batch)
+        return steers[: tx.policy.steer_batch_cap]
+    return [r for r in rows if r.delivery == "queue"][:1]
 
 
-def _run_step(tx: Tx, session: str, scope: str, step: int, forced: bool, doorbell: bool) -> None:
-    if _promote(tx, session, scope):
-        step = 1
+def _boundary(tx: Tx, session: str, scope: str, step: int, forced: bool, doorbell: bool) -> None:
+    batch = _batch(tx, session, scope)
+    reread = bool(batch) and batch[0].delivery == "queue"
+    _promotions(tx, session, forced, doorbell, step, tuple(r.input for r in batch), False, reread)
+
+
+def _promotions(
+    tx: Tx,
+    session: str,
+    forced: bool,
+    doorbell: bool,
+    step: int,
+    batch: tuple[str, ...],
+    promoted: bool,
+    reread: bool,
+) -> None:
+    """The boundary goes on with ``batch`` left to promote."""
+    at: At = "promote" if batch else "reread" if reread else "open"
+    tx.work[session] = Work(at, forced, doorbell, step, False, "start", batch, promoted, reread)
+
+
+def _promote(tx: Tx, session: str, input_id: str) -> bool:
+    """Promote one captured input, if it is still promotable (spec 3.4)."""
+    log = tx.log(session)
+    row = log.pending_row(input_id)
+    if row is None or row.type == "compaction" or _blocked(row, log.barrier(), tx):
+        return False
+    admission_time = tx.policy.promoted_event_time == "admission"
+    tx.append(session, "promoted", input_id, time=row.time if admission_time else None)
+    return True
+
+
+def _promote_next(tx: Tx, session: str, w: Work) -> None:
+    promoted = _promote(tx, session, w.batch[0])
+    if promoted and not w.promoted:
+        tx.reach("mid_promotion")
+    batch, promoted = w.batch[1:], w.promoted or promoted
+    _promotions(tx, session, w.forced, w.doorbell, w.step, batch, promoted, w.reread)
+
+
+def _reread(tx: Tx, session: str, w: Work) -> None:
+    steers = tuple(r.input for r in _batch(tx, session, "steer"))
+    _promotions(tx, session, w.forced, w.doorbell, w.step, steers, w.promoted, False)
+
+
+def _open(tx: Tx, session: str, w: Work) -> None:
     tx.reach("after_promotion")
+    # Open point A18 (spec section 5): the runner counts promoted rows, not
+    # their types, so a boundary that promotes only synthetic input resets
+    # the allowance like a prompt (``test_a_synthetic_steer_joins_an_active_continuation``).
+    step = 1 if w.promoted else w.step
     final = step >= tx.step_limit
     call = tx.open_call(session, "step", step, final)
     if tx.policy.step_events == "at_call":
         _step_started(tx, session, step, final)
-    tx.runs[session] = Run(call, "step", forced, step, False, doorbell)
+    tx.runs[session] = Run(call, "step", w.forced, step, False, w.doorbell)
 
 
 def _step_started(tx: Tx, session: str, step: int, final: bool) -> None:
@@ -164,41 +333,13 @@ def _step_started(tx: Tx, session: str, step: int, final: bool) -> None:
 
 
 def _open_compaction(
-    tx: Tx, session: str, phase: str, forced: bool, step: int, cont: bool, doorbell: bool
+    tx: Tx, session: str, phase: Phase, forced: bool, step: int, cont: bool, doorbell: bool
 ) -> None:
     barrier = tx.log(session).barrier()
     assert barrier is not None
     call = tx.open_call(session, "compaction", 0, False)
     tx.append(session, "compaction_started", barrier.input, {"reason": "manual"})
-    tx.runs[session] = Run(call, phase, forced, step, cont, doorbell)  # type: ignore[arg-type]
-
-
-def answer(tx: Tx, run: Run, finish: str) -> None:
-    """Settle the open call of ``run`` and run the drain on to quiescence."""
-    session = run.call.session
-    del tx.runs[session]
-    if run.call.kind == "compaction":
-        _settle_compaction(tx, session, failed=finish == "error", error="model call failed")
-        if run.phase == "start":
-            _after_start_compaction(tx, session, run.forced, run.doorbell)
-        else:
-            _continue(tx, session, run.step, run.cont, run.forced, run.doorbell)
-    elif finish == "error":
-        if tx.policy.step_events == "on_response":
-            _step_started(tx, session, run.step, run.call.final)
-        tx.append(session, "step_failed", None, {"step": run.step, "error": "model call failed"})
-        _execution_event(tx, session, "execution_failed", {"error": "model call failed"})
-        if run.doorbell:
-            wake(tx, session)
-    else:
-        if tx.policy.step_events == "on_response":
-            _step_started(tx, session, run.step, run.call.final)
-        tx.append(session, "step_ended", None, {"step": run.step, "finish": finish})
-        cont = finish == "tool" and not run.call.final
-        if _compaction_due(tx.log(session), tx):
-            _open_compaction(tx, session, "after_step", run.forced, run.step, cont, run.doorbell)
-        else:
-            _continue(tx, session, run.step, cont, run.forced, run.doorbell)
+    tx.runs[session] = Run(call, phase, forced, step, cont, doorbell)
 
 
 def _settle_compaction(tx: Tx, session: str, failed: bool, error: str) -> None:
@@ -210,25 +351,28 @@ def _settle_compaction(tx: Tx, session: str, failed: bool, error: str) -> None:
         tx.append(session, "compaction_ended", barrier.input, {"reason": "manual"})
 
 
-def _continue(tx: Tx, session: str, step: int, cont: bool, forced: bool, doorbell: bool) -> None:
-    log = tx.log(session)
-    if cont or _has_promotable_steer(log, tx):
-        _run_step(tx, session, "steer", step + 1, forced, doorbell)
-    elif _has_promotable(log, tx):
-        _run_step(tx, session, "input", 1, forced, doorbell)
-    else:
-        _drain_done(tx, session, doorbell)
+# --- running the transitions ----------------------------------------------------------
+
+_TRANSITIONS: dict[str, Callable[[Tx, str, Work], None]] = {
+    "start": _start,
+    "drain": _drain,
+    "promote": _promote_next,
+    "reread": _reread,
+    "open": _open,
+    "compacted": _compacted,
+    "stepped": _stepped,
+    "failed": _failed,
+}
 
 
-def interrupt(tx: Tx, session: str) -> bool:
-    """Stop the active execution, keeping every pending input (spec 3.7)."""
-    run = tx.runs.pop(session, None)
-    if run is None:
-        return False
-    if run.call.kind == "compaction":
-        _settle_compaction(tx, session, failed=True, error="Compaction cancelled")
-    elif tx.policy.step_events == "at_call":
-        # on_response: the step never started in the log, so it gets no event.
-        tx.append(session, "step_failed", None, {"step": run.step, "error": "interrupted"})
-    _execution_event(tx, session, "execution_interrupted", {"reason": "user"})
-    return True
+def advance(tx: Tx, session: str) -> None:
+    """Run the session's next runner transition. The execution leaves
+    ``work`` first: a transition that puts it nowhere has ended it."""
+    w = tx.work.pop(session)
+    _TRANSITIONS[w.at](tx, session, w)
+
+
+def quiesce(tx: Tx) -> None:
+    """Run transitions until every session is idle or parked at a call."""
+    while tx.work:
+        advance(tx, min(tx.work))

@@ -1,27 +1,34 @@
 """The model's whole state, split into what survives a crash and what does not.
 
-``State.store`` is durable (event logs and their projection). ``State.runs``
-is volatile: the active executions, each parked at its one open model call,
-with its follow-up doorbell and step counter. A crash is exactly
-:meth:`State.crashed`: the runs are dropped, nothing else changes.
+``State.store`` is durable (event logs and their projection). The rest is
+volatile: ``State.runs`` holds the active executions parked at their one open
+model call, with the follow-up doorbell and step counter; ``State.work`` holds
+the active executions that are not parked, each at the point where the runner
+goes on (:class:`Work`, the runner's pending work). An execution is in one of
+the two, never both. After :func:`~inboxsim.model.apply.apply` the runner has
+run to quiescence, so ``work`` is empty; the fine-grained form
+(:func:`~inboxsim.model.apply.request`, :func:`~inboxsim.model.apply.advance`)
+leaves it filled between transitions. A crash is exactly :meth:`State.crashed`:
+runs and work are dropped, nothing else changes.
 
-:class:`Tx` is the scratchpad of one :func:`~inboxsim.model.apply.apply` call.
-It is created, used and frozen inside that call, so ``apply`` stays a pure
-function of its arguments while the operation's code reads as a sequence of
-steps.
+:class:`Tx` is the scratchpad of one transition (a request, a runner step, or
+``apply``'s request and the runner's steps after it). It is created, used and
+frozen inside that call, so the model stays a pure function of its arguments
+while the operation's code reads as a sequence of steps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple
 
 from .policy import Policy
 from .store import SessionLog, Store, append
 from .values import Call, Event
 
 Phase = Literal["start", "step", "after_step"]
+At = Literal["start", "drain", "promote", "reread", "open", "compacted", "stepped", "failed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +49,31 @@ class Run:
     doorbell: bool
 
 
+class Work(NamedTuple):  # a tuple: built at every runner transition
+    """One active execution that is not parked at a call: the runner's next
+    transition for it is ``at`` (``runner.py`` says what each one does).
+
+    ``forced`` and ``doorbell`` are the execution's, as in :class:`Run`;
+    ``step`` and ``cont`` the answered step's index and continuation flag
+    (``stepped``, ``compacted``, and the boundary's step index for ``promote``,
+    ``reread`` and ``open``); ``phase`` where the settled compaction ran
+    (``compacted``). A boundary in progress keeps ``batch``, the inputs its
+    read captured and not yet promoted, ``promoted``, whether it promoted any
+    (the step resets to 1), and ``reread``, whether the steers admitted
+    meanwhile are read again after the batch (an idle boundary's queued input).
+    """
+
+    at: At
+    forced: bool
+    doorbell: bool
+    step: int = 0
+    cont: bool = False
+    phase: Phase = "start"
+    batch: tuple[str, ...] = ()
+    promoted: bool = False
+    reread: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class State:
     policy: Policy
@@ -49,10 +81,11 @@ class State:
     runs: Mapping[str, Run]  # volatile, by session
     step_limit: int
     counter: int  # allocator of generated IDs and call order; never reused
+    work: Mapping[str, Work] = field(default_factory=dict)  # volatile, by session
 
     def crashed(self) -> State:
         """The state after the process died and restarted."""
-        return State(self.policy, self.store, {}, self.step_limit, self.counter)
+        return State(self.policy, self.store, {}, self.step_limit, self.counter, {})
 
     def open_calls(self) -> list[Call]:
         return sorted((run.call for run in self.runs.values()), key=lambda c: c.opened)
@@ -78,12 +111,23 @@ class CrashedAt(Exception):
 class Tx:
     """Mutable scratchpad of one operation; see the module docstring."""
 
-    __slots__ = ("policy", "store", "runs", "step_limit", "counter", "now", "crash_at", "events")
+    __slots__ = (
+        "policy",
+        "store",
+        "runs",
+        "work",
+        "step_limit",
+        "counter",
+        "now",
+        "crash_at",
+        "events",
+    )
 
     def __init__(self, state: State, now: int, crash_at: str | None) -> None:
         self.policy = state.policy
         self.store = state.store
         self.runs = dict(state.runs)
+        self.work = dict(state.work)
         self.step_limit = state.step_limit
         self.counter = state.counter
         self.now = now
@@ -91,7 +135,7 @@ class Tx:
         self.events: list[Event] = []
 
     def freeze(self) -> State:
-        return State(self.policy, self.store, self.runs, self.step_limit, self.counter)
+        return State(self.policy, self.store, self.runs, self.step_limit, self.counter, self.work)
 
     def log(self, session: str) -> SessionLog:
         return self.store.sessions[session]
@@ -104,13 +148,19 @@ class Tx:
         return log
 
     def append(
-        self, session: str, type_: str, input_id: str | None = None, data: object = None
+        self,
+        session: str,
+        type_: str,
+        input_id: str | None = None,
+        data: object = None,
+        time: int | None = None,
     ) -> Event:
+        """Append an event stamped ``time`` (default: this request's ``now``)."""
         self.store, event = append(
             self.store,
             session,
             type_,
-            self.now,
+            self.now if time is None else time,
             input_id,
             {} if data is None else data,
             self.policy,
@@ -119,7 +169,8 @@ class Tx:
         return event
 
     def fresh_id(self, prefix: str) -> str:
-        """A generated ID that collides with no live input ID."""
+        """A generated ID that collides with no ID ever admitted or copied
+        (a client may send ``in-3`` itself)."""
         while True:
             self.counter += 1
             candidate = f"{prefix}{self.counter}"
@@ -129,9 +180,9 @@ class Tx:
     def open_call(
         self, session: str, kind: Literal["step", "compaction"], step: int, final: bool
     ) -> Call:
-        self.counter += 1
+        call = self.fresh_id("call-")  # the counter also orders the calls
         context = tuple(m.id for m in self.log(session).transcript)
-        return Call(f"call-{self.counter}", session, kind, step, final, context, self.counter)
+        return Call(call, session, kind, step, final, context, self.counter)
 
     def reach(self, point: str) -> None:
         """Die here if this request asked to crash at ``point``."""

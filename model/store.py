@@ -14,12 +14,15 @@ Rules kept here (spec section 2 and invariants 1-6, 9, 32-34):
 - a pending row exists only while its input is pending (G4 ``session_pending``);
   promotion removes it and appends the message in one event.
 - a committed revert drops messages with ``seq >= boundary.seq`` and user and
-  synthetic pending rows with ``admitted_seq >= boundary.seq``; a compaction
+  synthetic pending rows with ``admitted_seq >= boundary.seq`` (``> ``, keeping
+  the boundary, under the policy's ``revert_boundary = "kept"``); a compaction
   barrier stays.
 
 Besides the per-session logs the store keeps ``owners``: which session and
-kind every live input ID belongs to (pending or visible). It is derived data,
-kept so that the one-namespace rule costs a dictionary lookup.
+kind every input ID ever admitted or copied belongs to, for good (an ID keeps
+its owner after its lifecycle ends: adapter protocol, "IDs are one
+namespace"). It is derived data, kept so that the one-namespace rule costs a
+dictionary lookup.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ from .values import Event, InputType, Message, Receipt, encode_json, parse_json
 
 @dataclass(frozen=True, slots=True)
 class Owner:
-    """Who holds a live input ID: its session, its kind, and whether it is a
-    fork's copy (copies have no admission in their session)."""
+    """Who an input ID belongs to, for good: its session, its kind, and
+    whether it is a fork's copy (copies have no admission in their session)."""
 
     session: str
     type: InputType
@@ -74,7 +77,7 @@ class SessionLog:
 
 @dataclass(frozen=True, slots=True)
 class Store:
-    """Every session's durable state, and the live-ID index derived from it."""
+    """Every session's durable state, and the ID index derived from it."""
 
     sessions: Mapping[str, SessionLog]
     owners: Mapping[str, Owner]
@@ -132,24 +135,17 @@ def append(
     text = data if isinstance(data, str) else encode_json(data)
     event = Event(session_id, log.next_seq, type_, time, input_id, text)
     new_log = project(log, event, policy)
-    owners = _reindex(store.owners, log, new_log, event)
+    owners = _reindex(store.owners, new_log, event)
     return Store({**store.sessions, session_id: new_log}, owners), event
 
 
-def _reindex(
-    owners: Mapping[str, Owner], before: SessionLog, after: SessionLog, event: Event
-) -> Mapping[str, Owner]:
-    """The live-ID index after ``event``: IDs gained or lost by the session."""
+def _reindex(owners: Mapping[str, Owner], after: SessionLog, event: Event) -> Mapping[str, Owner]:
+    """The ID index after ``event``: IDs the session gained. None is ever
+    lost: an ID whose lifecycle ended (a committed revert removed it, its
+    barrier was consumed) still belongs to its session and kind."""
     if event.type in ("admitted", "compaction_admitted"):
         row = after.pending[-1]
         return {**owners, row.input: Owner(row.session, row.type)}
-    if event.type in ("compaction_ended", "compaction_failed", "revert_committed"):
-        live = {r.input for r in after.pending} | {m.id for m in after.transcript}
-        gone = [r.input for r in before.pending if r.input not in live]
-        gone += [m.id for m in before.transcript if m.id not in live]
-        if not gone:
-            return owners
-        return {k: v for k, v in owners.items() if k not in gone}
     if event.type == "forked":
         copies = {m.id: Owner(after.id, m.type, copied=True) for m in after.transcript}
         return {**owners, **copies}
@@ -213,7 +209,7 @@ def _revert_cleared(log: SessionLog, event: Event, policy: Policy) -> Projection
 def _revert_committed(log: SessionLog, event: Event, policy: Policy) -> Projection:
     boundary = log.message(parse_json(event.data)["to"])
     assert boundary is not None, "revert committed to a message that is not visible"
-    cut = boundary.seq
+    cut = policy.revert_cut(boundary.seq)
     transcript = tuple(m for m in log.transcript if m.seq < cut)
     pending = tuple(r for r in log.pending if r.type == "compaction" or r.admitted_seq < cut)
     return pending, transcript, None, log.fork_seq

@@ -187,7 +187,8 @@ def skipped_lines(skipped: Sequence[dict[str, Any]]) -> list[str]:
     for s in skipped:
         reasons.setdefault(s["reason"], []).append(s["run_id"])
     return [
-        f"  skipped {len(ids)} run(s), e.g. run {ids[0]}: {reason}" for reason, ids in reasons.items()
+        f"  skipped {len(ids)} run(s), e.g. run {ids[0]}: {reason}"
+        for reason, ids in reasons.items()
     ]
 
 

@@ -1,6 +1,6 @@
 """The design-exploration report (``inboxsim designs``, issue 10).
 
-For every policy (the presets of ``harness-contract.md`` and any custom TOML
+For every policy (the presets of ``docs/cli.md`` and any custom TOML
 policy file) the same seeded sweep and the same bounded exploration are run:
 
 - **sweep**: seeds ``0 .. N-1`` through :func:`inboxsim.sim.run.run_seed`, every
@@ -41,17 +41,18 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from ..invariants.registry import REGISTRY
 from ..model.policy import PRESETS, Policy
 from ..sim.trace import Step
+from . import verdicts as vd
+from .difference import observable_difference
+from .verdicts import plural
 
 DEFAULT_POLICIES = ("g4", "g3", "g2", "g5", "a", "b", "c", "c-merged")
 DEFAULT_SEEDS = 200
 DEFAULT_OPS = 60
 DEFAULT_DEPTH = 3
 DEFAULT_SESSIONS = 1
-PROTECTED = ("shared-admission-order", "monotonic-visible-time")
-"""The invariants the seed's decision protects (one admission order; visible
-timestamps that never run backward)."""
 
 
 # --- collecting monitor ----------------------------------------------------------
@@ -109,6 +110,7 @@ class _Tally:
     synthetic_steer: int = 0
     synthetic_queue: int = 0
     synthetic_rejected: int = 0
+    synthetic_requested: int = 0
     synthetic_requested_queue: int = 0
 
     @classmethod
@@ -128,6 +130,7 @@ def measure(steps: Sequence[Step], tally: _Tally) -> None:
         ok = step.reply is not None and hasattr(step.reply, "result")
         op = wire["op"] if wire else None
         if op == "synthetic":
+            tally.synthetic_requested += 1
             if wire.get("delivery") == "queue":  # type: ignore[union-attr]
                 tally.synthetic_requested_queue += 1
             if step.reply is not None and getattr(step.reply, "code", None) == "unsupported":
@@ -206,6 +209,7 @@ def metrics_of(t: _Tally) -> dict[str, Any]:
         "depth_max": t.depth_max,
         "max_steers_per_boundary": t.batch_max,
         "synthetic_admitted": {"steer": t.synthetic_steer, "queue": t.synthetic_queue},
+        "synthetic_requested": t.synthetic_requested,
         "synthetic_queue_requested": t.synthetic_requested_queue,
         "synthetic_rejected_unsupported": t.synthetic_rejected,
     }
@@ -381,6 +385,7 @@ def study_policy(task: PolicyTask) -> dict[str, Any]:
     hashes: list[str] = []
     first: dict[str, dict[str, Any]] = {}
     seeds_violating: dict[str, int] = {}
+    exercised: dict[str, int] = {}
     for seed in range(task.seeds):
         holder: list[_Collecting] = []
 
@@ -395,6 +400,8 @@ def study_policy(task: PolicyTask) -> dict[str, Any]:
         found = list(holder[0].found) + list(result.violations)
         for inv in sorted({v.invariant for v in found}):
             seeds_violating[inv] = seeds_violating.get(inv, 0) + 1
+        for inv in holder[0].exercised:
+            exercised[inv] = exercised.get(inv, 0) + 1
         for v in found:
             if v.invariant not in first:
                 first[v.invariant] = {
@@ -417,6 +424,11 @@ def study_policy(task: PolicyTask) -> dict[str, Any]:
         for inv in sorted(seeds_violating)
         if inv != "liveness.settles"  # a bounded prefix never shows it; the sweep's seed stands
     }
+    differences = {
+        inv: observable_difference(sh["scenario"], PRESETS[vd.BASE], task.policy)
+        for inv, sh in shrunk.items()
+        if sh.get("shrunk") and task.policy.name != vd.BASE
+    }
     return {
         "name": task.policy.name,
         "spec": task.spec,
@@ -432,31 +444,14 @@ def study_policy(task: PolicyTask) -> dict[str, Any]:
         "explore": explorations,
         "explore_depth": task.depth,
         "shrunk": shrunk,
+        "differences": differences,
+        "exercised": dict(sorted(exercised.items())),
+        "expected": {inv.id: inv.expected(task.policy) for inv in REGISTRY.values()},
         "hashes": hashes,
     }
 
 
-# --- the questions -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    key: str
-    title: str
-    source: str
-    policies: tuple[str, ...]
-    verdict: Callable[[dict[str, dict[str, Any]], dict[str, Any]], str]
-
-
-def _broken(p: dict[str, Any]) -> list[str]:
-    return sorted(k for k in p["violations"] if k != "liveness.settles")
-
-
-def _ident(doc: dict[str, Any], name: str) -> str:
-    same = doc["identical_to_g4"].get(name)
-    if same is None:
-        return f"{name} vs g4: not compared (g4 or {name} not run)"
-    return f"{same[0]} of {same[1]} seeds give identical traces"
+# --- lengths of a counterexample (the tables and per-design lines) ---------------------
 
 
 def explorer_depth(p: dict[str, Any], inv: str) -> int | None:
@@ -468,10 +463,6 @@ def explorer_depth(p: dict[str, Any], inv: str) -> int | None:
     return None
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def _lengths(p: dict[str, Any], inv: str) -> str:
     """'shortest counterexample N operations (shrunk: ...; explorer: depth D)'."""
     sh = p.get("shrunk", {}).get(inv)
@@ -479,8 +470,8 @@ def _lengths(p: dict[str, Any], inv: str) -> str:
     lengths, parts = [], []
     if sh and sh.get("shrunk"):
         lengths.append(sh["operations"])
-        faults = f" + {_plural(sh['faults'], 'fault')}" if sh["faults"] else ""
-        parts.append(f"shrunk: {_plural(sh['operations'], 'operation')}{faults}")
+        faults = f" + {plural(sh['faults'], 'fault')}" if sh["faults"] else ""
+        parts.append(f"shrunk: {plural(sh['operations'], 'operation')}{faults}")
     if depth is not None:
         lengths.append(depth)
         parts.append(f"explorer: depth {depth}")
@@ -488,279 +479,7 @@ def _lengths(p: dict[str, Any], inv: str) -> str:
         parts.append(f"explorer: not within depth {p.get('explore_depth')}")
     if not lengths:
         return "; ".join(parts)
-    return f"shortest counterexample {_plural(min(lengths), 'operation')} ({'; '.join(parts)})"
-
-
-def _explained(p: dict[str, Any], inv: str) -> str:
-    sh = p.get("shrunk", {}).get(inv)
-    v = p["violations"].get(inv)
-    message = sh["message"] if sh and sh.get("shrunk") else (v["message"] if v else "")
-    lengths = _lengths(p, inv)
-    if not lengths and not message:
-        return inv
-    return f"{inv} ({lengths}: {message})" if lengths else f"{inv} ({message})"
-
-
-def _v_variant(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
-    parts = [
-        "Candidate A (content union) vs B (input union) is API shape: the model admits the same "
-        "input through either, so it is not decidable by simulation."
-    ]
-    if "a" in ps:
-        parts.append(
-            f"Candidate a is indistinguishable by observation from g4 ({_ident(doc, 'a')})."
-        )
-    if "c" in ps:
-        broken = _broken(ps["c"])
-        if broken:
-            parts.append(
-                "What simulation does decide is the lifecycle: parallel lifecycles (c) break "
-                + "; ".join(_explained(ps["c"], i) for i in broken if i in PROTECTED or True)
-                + "."
-            )
-        else:
-            parts.append("Parallel lifecycles (c) held every invariant in this run.")
-    if "c-merged" in ps:
-        kept = (
-            "keeps every invariant"
-            if not _broken(ps["c-merged"])
-            else "breaks " + ", ".join(_broken(ps["c-merged"]))
-        )
-        parts.append(
-            f"c-merged (parallel records, one merged order) {kept} and is indistinguishable from g4 "
-            f"({_ident(doc, 'c-merged')}). Whatever the public shape, prompt and synthetic input must "
-            "share one admission implementation and order."
-        )
-    return " ".join(parts)
-
-
-def _v_delivery(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
-    if "b" not in ps or "g4" not in ps:
-        return "not run (needs b and g4)."
-    b, g = ps["b"]["metrics"], ps["g4"]["metrics"]
-    req = b["synthetic_queue_requested"]
-    broken_b = _broken(ps["b"])
-    text = (
-        f"Under b (synthetic input always steers) {req} synthetic queue requests were made and "
-        f"{b['synthetic_admitted']['queue']} synthetic inputs were admitted as queue "
-        f"(g4: {g['synthetic_admitted']['queue']}). "
-    )
-    text += (
-        ("b breaks " + "; ".join(_explained(ps["b"], i) for i in broken_b) + ". ")
-        if broken_b
-        else "b breaks no invariant: always-steer is safe, it only removes the caller's choice. "
-    )
-    text += (
-        f"b vs g4: {_ident(doc, 'b')}. Supporting steer and queue for API-submitted "
-        "synthetic input costs no invariant (g4 holds them all), and background completion choosing "
-        "steer is covered by background-completion under both; the choice is API capability, "
-        "not safety."
-    )
-    return text
-
-
-def _v_api(what: str) -> Callable[[dict[str, dict[str, Any]], dict[str, Any]], str]:
-    def verdict(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
-        return (
-            f"Not decidable by simulation: {what} Every preset emits the same protocol "
-            "observations for the same request stream (the adapter protocol has one admitted/"
-            "promoted event carrying a type discriminator), so no trace can favour one option."
-        )
-
-    return verdict
-
-
-def _v_retry(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
-    if "g5" not in ps:
-        return "not run (needs g5)."
-    broken = [i for i in _broken(ps["g5"]) if "retry" in i or "conflict" in i]
-    g4 = (
-        "g4 (strict: complete payload incl. metadata plus delivery, against the admission record) "
-        + (
-            "held every retry invariant"
-            if "g4" in ps and not [i for i in _broken(ps["g4"]) if "retry" in i or "conflict" in i]
-            else "was not run or broke retry invariants"
-        )
-    )
-    if not broken:
-        return g4 + "; g5 broke none in this run."
-    return (
-        g4
-        + ". g5 (first admission wins, retry from the message) breaks "
-        + "; ".join(_explained(ps["g5"], i) for i in broken)
-        + ". Evidence favours the seed's decision: compare the complete payload plus delivery."
-    )
-
-
-def _v_g2_time(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
-    if "g2" not in ps:
-        return "not run (needs g2)."
-    inv = "monotonic-visible-time"
-    if inv in ps["g2"]["violations"]:
-        return (
-            f"Admission-time stamps (g2) break {_explained(ps['g2'], inv)}; "
-            f"{ps['g2']['violations'][inv]['seeds']} of {ps['g2']['seeds']} seeds. "
-            "Promotion-time stamps (g4 and the decision) keep visible time monotonic."
-        )
-    return "g2 did not break monotonic-visible-time in this run (raise --seeds or --depth)."
-
-
-def _v_g5_barrier(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
-    if "g5" not in ps:
-        return "not run (needs g5)."
-    inv = "barrier-blocks-promotion"
-    if inv in ps["g5"]["violations"]:
-        return (
-            f"The ordered barrier of g5 (steers admitted before the compaction request promote "
-            f"first) departs from G4's rule: {_explained(ps['g5'], inv)}; "
-            f"{ps['g5']['violations'][inv]['seeds']} of {ps['g5']['seeds']} seeds. It is a different, "
-            "deterministic order, not a safety loss; pick by which order the summary should see."
-        )
-    return "No observed difference in barrier order in this run."
-
-
-def _v_g5_retry_after(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
-    if "g5" not in ps:
-        return "not run (needs g5)."
-    inv = [i for i in _broken(ps["g5"]) if i.startswith("retry")]
-    if not inv:
-        return "g5's retry from the message broke no retry invariant in this run."
-    return (
-        "Retrying from the message (g5: delivery copied from the request, fork copies reconcile) "
-        "breaks "
-        + "; ".join(_explained(ps["g5"], i) for i in inv)
-        + ". The admission record (g4) keeps retries exact after promotion."
-    )
-
-
-def _v_cap(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
-    if "g2" not in ps:
-        return "not run (needs g2)."
-    top = max(p["metrics"]["max_steers_per_boundary"] for p in ps.values())
-    return (
-        f"Not decidable by this simulation: the largest steer batch promoted at one boundary was "
-        f"{top}, far below G2's cap of 100, so the cap never bound; and G2's captured cutoff cannot "
-        "be observed through the protocol (nothing is admitted during a boundary). The model reads the "
-        "boundary atomically, as the spec recommends."
-    )
-
-
-def _v_parallel(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
-    if "c" not in ps or "c-merged" not in ps:
-        return "not run (needs c and c-merged)."
-    c_broken = [i for i in _broken(ps["c"]) if i in PROTECTED] or _broken(ps["c"])
-    text = "Parallel lifecycles drained kind by kind (c) break " + (
-        "; ".join(_explained(ps["c"], i) for i in c_broken) if c_broken else "nothing in this run"
-    )
-    cm = _broken(ps["c-merged"])
-    text += (
-        f". c-merged (one merged order) {'keeps every invariant' if not cm else 'breaks ' + ', '.join(cm)} "
-        f"and is indistinguishable from g4 ({_ident(doc, 'c-merged')}): separate records are "
-        "acceptable only with one shared admission order."
-    )
-    return text
-
-
-def _v_storage(ps: dict[str, dict[str, Any]], doc: dict[str, Any]) -> str:
-    if "g3" not in doc["identical_to_g4"]:
-        return "not run (needs g3 and g4)."
-    return (
-        f"Indistinguishable by observation: {_ident(doc, 'g3')}. Keeping rows with promoted_seq (g3) "
-        "vs deleting them (g4) is storage; a question of API shape and storage, not decidable by "
-        "simulation."
-    )
-
-
-QUESTIONS: tuple[Question, ...] = (
-    Question(
-        "q1-variant",
-        "Is a synthetic message a prompt content variant or a distinct Session input kind?",
-        "seed, Questions to decide 1 (candidates A, B, C)",
-        ("g4", "a", "b", "c", "c-merged"),
-        _v_variant,
-    ),
-    Question(
-        "q2-delivery",
-        "Should API-submitted synthetic content support both steer and queue, while background "
-        "completion always chooses steer?",
-        "seed, Questions to decide 2",
-        ("g4", "b"),
-        _v_delivery,
-    ),
-    Question(
-        "q3-events",
-        "Generic input admission/promotion events or content-specific prompt/synthetic events?",
-        "seed, Questions to decide 3",
-        ("g4", "c", "c-merged"),
-        _v_api(
-            "event naming is API shape; the ordering consequence of separate lifecycles is "
-            "judged under q1 and the parallel-lifecycles point."
-        ),
-    ),
-    Question(
-        "q4-discriminator",
-        'Does a required type: "user" discriminator justify changing the prompt payload?',
-        "seed, Questions to decide 4",
-        ("g4", "a"),
-        _v_api(
-            "a required discriminator changes the payload's shape, not what is admitted, ordered "
-            "or promoted."
-        ),
-    ),
-    Question(
-        "q5-alias",
-        "Should the synthetic endpoint remain as a convenience alias?",
-        "seed, Questions to decide 5",
-        ("g4", "b"),
-        _v_api(
-            "an alias and the input endpoint send the same admission; (g2, with no synthetic route, "
-            "only shows that synthetic requests are then rejected as unsupported)."
-        ),
-    ),
-    Question(
-        "q6-retry",
-        "What should exact retry compare?",
-        "seed, Questions to decide 6; spec A3/A4",
-        ("g4", "g5"),
-        _v_retry,
-    ),
-    Question(
-        "a1-time",
-        "A1: promoted message timestamp (admission or promotion time)",
-        "spec section 5 A1",
-        ("g4", "g2"),
-        _v_g2_time,
-    ),
-    Question(
-        "a2-barrier",
-        "A2: barrier order (later input vs all input behind the barrier)",
-        "spec section 5 A2",
-        ("g4", "g5"),
-        _v_g5_barrier,
-    ),
-    Question(
-        "a3-retry",
-        "A3/A4: retry after promotion (admission record vs message)",
-        "spec section 5 A3, A4",
-        ("g4", "g5"),
-        _v_g5_retry_after,
-    ),
-    Question("a6-cap", "A6: steer batch cutoff and cap", "spec section 5 A6", ("g4", "g2"), _v_cap),
-    Question(
-        "parallel",
-        "Parallel prompt/synthetic lifecycles: kind by kind (c) or one merged order (c-merged)",
-        "seed candidate C and its decision",
-        ("g4", "c", "c-merged"),
-        _v_parallel,
-    ),
-    Question(
-        "storage",
-        "Storage: rows kept with promoted_seq (g3) vs removed (g4)",
-        "harness-contract.md, policy presets",
-        ("g4", "g3"),
-        _v_storage,
-    ),
-)
+    return f"shortest counterexample {plural(min(lengths), 'operation')} ({'; '.join(parts)})"
 
 
 # --- the whole report ----------------------------------------------------------------------------
@@ -775,7 +494,8 @@ def build(
     jobs: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """Study every policy; the report document and its figures (PNG bytes)."""
+    """Study every policy: the report document (its ``figures`` are the run's numbers the
+    verdicts are built from) and its images (PNG bytes by file name)."""
     started = time.perf_counter()
     tasks = [PolicyTask(spec, p, seeds, ops, sessions, depth) for spec, p in specs]
     results: list[dict[str, Any]] = []
@@ -790,51 +510,95 @@ def build(
             results.append(study_policy(task))
             if progress:
                 progress(f"designs: {results[-1]['name']} done ({results[-1]['seconds']} s)")
-    figures: dict[str, bytes] = {}
-    by_name = {r["name"]: r for r in results}
+    images: dict[str, bytes] = {}
     identical: dict[str, tuple[int, int]] = {}
-    if "g4" in by_name:
-        base = by_name["g4"]["hashes"]
-        for r in results:
-            if r["name"] != "g4":
-                n = min(len(base), len(r["hashes"]))
-                identical[r["name"]] = (sum(base[i] == r["hashes"][i] for i in range(n)), n)
+    differing: dict[str, list[int]] = {}
+    base = next((r["hashes"] for r in results if r["name"] == vd.BASE), None)
+    for r in results:
+        if base is not None and r["name"] != vd.BASE:
+            n = min(len(base), len(r["hashes"]))
+            differing[r["name"]] = [i for i in range(n) if base[i] != r["hashes"][i]]
+            identical[r["name"]] = (n - len(differing[r["name"]]), n)
     for r in results:
         r["hashes_digest"] = hashlib.sha256("".join(r.pop("hashes")).encode()).hexdigest()
         for k, e in enumerate(r["explore"]):
             png = e.pop("_png", None)
             if png is not None:
-                figures[f"timeline-{r['name']}-{k}.png"] = png
+                images[f"timeline-{r['name']}-{k}.png"] = png
                 e["figure"] = f"timeline-{r['name']}-{k}.png"
         for inv, sh in r["shrunk"].items():
             png = sh.pop("_png", None)
             if png is not None:
-                figures[f"shrunk-{r['name']}-{inv}.png"] = png
+                images[f"shrunk-{r['name']}-{inv}.png"] = png
                 sh["figure"] = f"shrunk-{r['name']}-{inv}.png"
     doc: dict[str, Any] = {
         "options": {"seeds": seeds, "ops": ops, "depth": depth, "sessions": sessions},
         "policies": results,
         "identical_to_g4": identical,
+        "differing_from_g4": differing,
     }
-    questions = []
-    for q in QUESTIONS:
-        ps = {n: by_name[n] for n in q.policies if n in by_name}
-        missing = [n for n in q.policies if n not in by_name]
-        verdict = q.verdict(ps, doc) if len(ps) >= 1 else "not run."
-        questions.append(
-            {
-                "key": q.key,
-                "title": q.title,
-                "source": q.source,
-                "policies": list(ps),
-                "missing": missing,
-                "verdict": verdict,
-            }
-        )
-    doc["questions"] = questions
-    figures.update(metric_figures(results))
+    doc["figures"] = figures_of(doc)
+    doc["questions"] = vd.verdicts(doc["figures"])
+    images.update(metric_figures(results))
     doc["seconds"] = round(time.perf_counter() - started, 2)
-    return doc, figures
+    return doc, images
+
+
+DIFFERING_SHOWN = 5
+"""Differing seeds a verdict names (the count says how many there are)."""
+METRIC_FIGURES = (
+    "synthetic_requested",
+    "synthetic_queue_requested",
+    "synthetic_rejected_unsupported",
+    "max_steers_per_boundary",
+)
+
+
+def figures_of(doc: dict[str, Any]) -> dict[str, Any]:
+    """The flat table of the run's figures the verdicts are built from (the
+    keys are listed in :mod:`.verdicts`)."""
+    k = vd.key
+    f: dict[str, Any] = {k("options", n): v for n, v in doc["options"].items()}
+    base_fields = PRESETS[vd.BASE].fields()
+    f |= {k("field", vd.BASE, n): v for n, v in base_fields.items()}
+    f |= {
+        k("holds_under", i.id): {n: list(v) for n, v in i.holds_under.fields}
+        for i in REGISTRY.values()
+    }
+    for r in doc["policies"]:
+        p, m = r["name"], r["metrics"]
+        f[k("seeds", p)] = r["seeds"]
+        f |= {k("field", p, n): v for n, v in r["fields"].items()}
+        f[k("fields_differ", p)] = sorted(
+            n for n, v in r["fields"].items() if base_fields.get(n) != v
+        )
+        if p in doc["identical_to_g4"]:
+            f[k("identical", p)], f[k("compared", p)] = doc["identical_to_g4"][p]
+            f[k("differing", p)] = doc["differing_from_g4"][p][:DIFFERING_SHOWN]
+        f[k("broken", p)] = sorted(r["violations"])
+        for inv in (*REGISTRY, vd.LIVENESS):
+            v = r["violations"].get(inv)
+            f[k("violated", p, inv)] = v["seeds"] if v else 0
+            if v:
+                f[k("first", p, inv)] = v["seed"]
+        for inv in REGISTRY:
+            f[k("exercised", p, inv)] = r["exercised"].get(inv, 0)
+            f[k("expected", p, inv)] = r["expected"][inv]
+        for inv, sh in r["shrunk"].items():
+            f[k("depth", p, inv)] = explorer_depth(r, inv)
+            if sh.get("shrunk"):
+                f[k("shrunk", p, inv)] = {
+                    n: sh[n] for n in ("operations", "faults", "seed", "message")
+                }
+        f |= {k("difference", p, inv): d for inv, d in r["differences"].items()}
+        f[k("explore_found", p)] = sorted(
+            {v["invariant"] for e in r["explore"] for v in e["violations"]}
+        )
+        f |= {k("metric", p, n): m[n] for n in METRIC_FIGURES}
+        f[k("metric", p, "synthetic_admitted_queue")] = m["synthetic_admitted"]["queue"]
+    if doc["policies"]:
+        f["max_batch"] = max(r["metrics"]["max_steers_per_boundary"] for r in doc["policies"])
+    return f
 
 
 METRICS: tuple[tuple[str, str, Callable[[dict[str, Any]], float | None]], ...] = (
@@ -952,8 +716,8 @@ def _violation_rows(doc: dict[str, Any]) -> list[list[str]]:
         for inv, v in r["violations"].items():
             sh = r.get("shrunk", {}).get(inv)
             if sh and sh.get("shrunk"):
-                faults = f" + {_plural(sh['faults'], 'fault')}" if sh["faults"] else ""
-                shortest = f"{_plural(sh['operations'], 'op')}{faults} (seed {sh['seed']})"
+                faults = f" + {plural(sh['faults'], 'fault')}" if sh["faults"] else ""
+                shortest = f"{plural(sh['operations'], 'op')}{faults} (seed {sh['seed']})"
                 message = sh["message"]
             else:
                 shortest, message = f"- (seed {v['seed']})", v["message"]
@@ -983,8 +747,17 @@ def design_lines(doc: dict[str, Any]) -> list[str]:
                 f"{r['explore'][0]['states'] if r['explore'] else 0} states)"
             )
             continue
-        lines.append(f"{r['name']}: breaks " + "; ".join(f"{i} ({_lengths(r, i)})" for i in broken))
+        lines.append(f"{r['name']}: breaks " + "; ".join(_broken_note(r, i) for i in broken))
     return lines
+
+
+def _broken_note(r: dict[str, Any], inv: str) -> str:
+    """An invariant a design breaks, with its lengths; where the registry does
+    not expect the design to keep it, says that the evidence is circular."""
+    if r["expected"].get(inv, True):
+        return f"{inv} ({_lengths(r, inv)})"
+    when = REGISTRY[inv].holds_under
+    return f"{inv} ({_lengths(r, inv)}; by design: stated for {when}, a difference, not a defect)"
 
 
 def markdown(doc: dict[str, Any]) -> str:
@@ -992,9 +765,9 @@ def markdown(doc: dict[str, Any]) -> str:
     out = [
         "# inboxsim design exploration",
         "",
-        f"Seeds 0..{o['seeds'] - 1} per policy ({o['ops']} workload ops each, every invariant judged, "
-        f"runs not stopped at a violation); exploration: {o['sessions']} session(s), depth {o['depth']}. "
-        f"Total {doc['seconds']} s.",
+        f"Seeds 0..{o['seeds'] - 1} per policy ({o['ops']} workload ops each, every invariant "
+        f"judged, runs not stopped at a violation); exploration: {o['sessions']} session(s), "
+        f"depth {o['depth']}. Total {doc['seconds']} s.",
         "",
         "## Questions",
         "",
@@ -1075,20 +848,23 @@ def markdown(doc: dict[str, Any]) -> str:
     out += [
         "",
         "Definitions: latency from the step (and `now`) of an input's `admitted` event to its "
-        "`promoted` event; model calls are `step_started` + `compaction_started`; a wake request is "
-        "a successful admission with resume or a `resume`; agent steps are `step_started`; inbox depth is "
-        "sampled per known session after every step. Identical to g4: traces equal seed for seed after "
-        "normalizing the policy name.",
+        "`promoted` event; model calls are `step_started` + `compaction_started`; a wake request "
+        "is a successful admission with resume or a `resume`; agent steps are `step_started`; "
+        "inbox depth is sampled per known session after every step. Identical to g4: traces "
+        "equal seed for seed after normalizing the policy name.",
         "",
     ]
     return "\n".join(out)
 
 
 _STYLE = """
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1300px;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:.85em} th,td{border:1px solid #ddd;padding:.3em .6em;text-align:left}
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;
+max-width:1300px;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:.85em}
+th,td{border:1px solid #ddd;padding:.3em .6em;text-align:left}
 th{background:#f4f4f4} code,pre{background:#f4f4f4;padding:0 .2em} pre{padding:.5em;overflow-x:auto}
-img{max-width:100%;border:1px solid #eee;margin:.5em 0} .verdict{background:#eef4fb;padding:.5em .8em;border-radius:6px}
+img{max-width:100%;border:1px solid #eee;margin:.5em 0}
+.verdict{background:#eef4fb;padding:.5em .8em;border-radius:6px}
 """
 
 
@@ -1102,14 +878,15 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return "".join(parts) + "</table>"
 
 
-def html(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
+def html(doc: dict[str, Any], images: dict[str, bytes]) -> str:
     o = doc["options"]
     p = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>inboxsim designs</title>',
         f"<style>{_STYLE}</style></head><body><h1>inboxsim design exploration</h1>",
-        f"<p>Seeds 0..{o['seeds'] - 1} per policy ({o['ops']} ops), exploration {o['sessions']} session(s), "
-        f"depth {o['depth']}; {doc['seconds']} s.</p><h2>Questions</h2>",
+        f"<p>Seeds 0..{o['seeds'] - 1} per policy ({o['ops']} ops), exploration "
+        f"{o['sessions']} session(s), depth {o['depth']}; {doc['seconds']} s.</p>",
+        "<h2>Questions</h2>",
     ]
     for q in doc["questions"]:
         p.append(
@@ -1132,8 +909,8 @@ def html(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
                 f"<h3>{escape(r['name'])}: {escape(inv)} ({escape(_lengths(r, inv))})</h3>"
                 f"<p>{escape(sh['message'])}</p><pre>{escape(sh['scenario'])}</pre>"
             )
-            if sh.get("figure") in figures:
-                p.append(_img(figures[sh["figure"]], f"timeline {r['name']} {inv}"))
+            if sh.get("figure") in images:
+                p.append(_img(images[sh["figure"]], f"timeline {r['name']} {inv}"))
             e = next(
                 (e for e in r["explore"] for w in e["violations"] if w["invariant"] == inv), None
             )
@@ -1142,26 +919,26 @@ def html(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
                     f"<p>Explorer, depth {e['depth_found']} ({escape(e['claim'])}):</p>"
                     f"<pre>{escape(chr(10).join(e['steps']))}</pre>"
                 )
-                if e.get("figure") in figures:
-                    p.append(_img(figures[e["figure"]], f"explorer {r['name']} {inv}"))
+                if e.get("figure") in images:
+                    p.append(_img(images[e["figure"]], f"explorer {r['name']} {inv}"))
     head, rows = _metric_rows(doc)
     p.append("<h2>Measured behaviour</h2>" + _table(head, rows))
-    for name in sorted(figures):
+    for name in sorted(images):
         if not name.startswith(("timeline-", "shrunk-")):
-            p.append(_img(figures[name], name))
+            p.append(_img(images[name], name))
     p.append("</body></html>\n")
     return "\n".join(p)
 
 
-def write(doc: dict[str, Any], figures: dict[str, bytes], out: Path) -> list[Path]:
+def write(doc: dict[str, Any], images: dict[str, bytes], out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "designs.html", out / "designs.md", out / "designs.json"]
-    paths[0].write_text(html(doc, figures), encoding="utf-8")
+    paths[0].write_text(html(doc, images), encoding="utf-8")
     paths[1].write_text(markdown(doc), encoding="utf-8")
     paths[2].write_text(
         json.dumps(doc, indent=2, sort_keys=True, default=list) + "\n", encoding="utf-8"
     )
-    for name, png in sorted(figures.items()):  # designs.md links to them
+    for name, png in sorted(images.items()):  # designs.md links to them
         (out / name).write_bytes(png)
     return paths
 
@@ -1185,4 +962,12 @@ def resolve(policies: str | None, files: Sequence[str]) -> list[tuple[str, Polic
     return out
 
 
-__all__ = ["build", "write", "resolve", "markdown", "html", "QUESTIONS", "PRESETS"]
+__all__ = [
+    "build",
+    "figures_of",
+    "html",
+    "markdown",
+    "resolve",
+    "write",
+    "PRESETS",
+]

@@ -92,7 +92,7 @@ def _opt(value: Any) -> str:
 
 
 def html_page(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
-    from .summary import headline
+    from .summary import headline, repeats_note
 
     bad = bool(doc["exit_code"])
     parts = [
@@ -101,7 +101,8 @@ def html_page(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
         f"<style>{_STYLE}</style></head><body>",
         "<h1>inboxsim report</h1>",
         f'<p class="verdict {"bad" if bad else "good"}">' + escape(headline(doc)) + "</p>",
-        f"<p>{doc['runs']} runs from <code>{escape(doc['db'])}</code>; policies "
+        f"<p>{doc['runs']} runs{escape(repeats_note(doc))} "
+        f"from <code>{escape(doc['db'])}</code>; policies "
         f"{escape(', '.join(doc['policies']) or '-')}; target {escape(', '.join(doc['targets']) or '-')}; "
         f"inboxsim {escape(', '.join(doc['versions']) or '-')}; {doc['verdicts']['held']} held, "
         f"{doc['verdicts']['violated']} violated; {doc['throughput']['steps']} steps "

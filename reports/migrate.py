@@ -9,6 +9,7 @@ a fresh sweep would have written (tests/test_store.py).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -64,13 +65,24 @@ def _v2_to_v3(con: Any) -> None:
         con.execute("UPDATE runs SET policy_hash = ? WHERE policy = ?", [digest, name])
 
 
-MIGRATIONS: dict[int, Callable[[Any], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(con: Any) -> None:
+    """Nothing to rewrite: v4 adds ``meta.row_counts`` and the ``distinct_runs``
+    view (the counting views count each run once), which :func:`migrate`
+    records and creates at the end of every migration."""
+
+
+MIGRATIONS: dict[int, Callable[[Any], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 """``MIGRATIONS[n]`` turns a version-``n`` store into version ``n + 1``."""
 
 
 def migrate(con: Any, found: int, target: int) -> None:
     """Migrate from ``found`` to ``target``, one transaction per step, so a
-    crash mid-way leaves a file at some whole version."""
+    crash mid-way leaves a file at some whole version; each step records the
+    row counts it leaves (``meta.row_counts``)."""
+    import duckdb
+
+    from .store import record_row_counts
+
     for version in range(found, target):
         con.execute("BEGIN TRANSACTION")
         try:
@@ -80,7 +92,9 @@ def migrate(con: Any, found: int, target: int) -> None:
             con.execute(
                 "UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version + 1)]
             )
+            record_row_counts(con)
             con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            with contextlib.suppress(duckdb.Error):
+                con.execute("ROLLBACK")
             raise

@@ -7,6 +7,21 @@ message. One process writes a database at a time (the
 sweep's parent; its workers only return data), and each batch of runs is
 written in one transaction, so a sweep that dies leaves whole runs only.
 
+Every command that opens a store, reader or writer, makes the same check
+first (:meth:`Store.verify`), and refuses with one line a file that fails it,
+before anything is written:
+
+- the file is no shorter than its own header says (DuckDB records how many
+  blocks the file holds: a truncated copy opens and fails on a later read);
+- it is an inboxsim store (a ``meta`` table with a schema version), of a
+  version this inboxsim reads;
+- every table holds the rows the last committed transaction recorded in
+  ``meta.row_counts`` (each write records them in its own transaction).
+
+It does not read every block: a byte flipped inside a data block is found by
+DuckDB's own checksum when that block is read (``check`` reads them all), and
+reported as a damaged file then.
+
 Bulk writes go through pyarrow Tables built from column lists
 (``INSERT INTO t SELECT * FROM <registered arrow table>``): two orders of
 magnitude faster than ``executemany`` for the million-row step tables a sweep
@@ -14,7 +29,8 @@ produces (python-ecosystem.md, section 1).
 
 Tables:
 
-- ``meta(key, value)``: ``schema_version``.
+- ``meta(key, value)``: ``schema_version``; ``row_counts`` (v4): each
+  table's rows after the last committed write, as JSON.
 - ``runs``: one row per run: seed, policy, target, version, options and swarm
   (JSON), the decision list, verdict, liveness verdict, trace hash, step
   count, wall seconds (reporting only), the invariants exercised.
@@ -45,19 +61,23 @@ Tables:
 Views for the common questions are in :mod:`.views` (documented in
 ``docs/queries.md``). Version 2 added ``events``, ``runs.scenario`` and the
 views; version 3 ``policies``, ``runs.policy_hash``, ``scenario_runs`` and
-``mutants``.
+``mutants``; version 4 ``meta.row_counts`` and the ``distinct_runs`` view,
+which the counting views and the report count runs by (a run stored twice,
+say by a sweep re-run after a kill, is one run).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import HarnessError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _EMPTY = -1  # schema_version() of a file with no tables at all: a new store
 
 _DDL = (
@@ -146,6 +166,14 @@ _DDL = (
     )""",
 )
 TABLES = ("runs", "steps", "events", "violations", "probes", "policies", "scenario_runs")
+COUNTED = (*TABLES, "failing_seeds", "mutants", "conformance")
+"""The tables whose row counts every write records and every open compares
+(``conformance`` is created by the first ``conformance --db``)."""
+
+# Before block 0, a DuckDB file holds its main header and two database
+# headers of 4 KiB each (DuckDB's Storage::FILE_HEADER_SIZE); then
+# ``total_blocks`` blocks of ``block_size`` bytes.
+_HEADER_BYTES = 3 * 4096
 
 
 def _schemas() -> dict[str, Any]:
@@ -418,7 +446,9 @@ class Store:
         except (OSError, duckdb.Error) as exc:
             raise HarnessError(_open_error(self.path, exc)) from None
         try:
+            self._check_size()
             self._ensure_schema()
+            self.verify()
         except HarnessError:
             self.con.close()
             raise
@@ -428,6 +458,48 @@ class Store:
             if message.startswith("cannot open"):
                 message = f"the database {self.path} is not usable: {_reason(exc)}"
             raise HarnessError(message) from None
+
+    def _check_size(self) -> None:
+        """Refuse a file shorter than the blocks its header counts: a
+        truncated copy, which opens and would fail on a later read (or take
+        a writer's batch and then be unreadable to everyone)."""
+        if self.path == ":memory:":
+            return
+        row = self.con.execute("PRAGMA database_size").fetchone()
+        if row is None:
+            return
+        block_size, blocks = int(row[2]), int(row[3])
+        expected = _HEADER_BYTES + block_size * blocks
+        size = os.path.getsize(self.path)
+        if size < expected:
+            raise HarnessError(
+                f"the database {self.path} is truncated ({size} bytes where its header "
+                f"counts {expected}): restore it or use another --db"
+            )
+
+    def verify(self) -> None:
+        """The check every open makes (see the module's docstring): a
+        :class:`HarnessError` naming the first table whose row count differs
+        from what the last committed write recorded. A store written before
+        v4 recorded nothing yet and passes (its migration records them)."""
+        row = self.con.execute("SELECT value FROM meta WHERE key = 'row_counts'").fetchone()
+        if row is None:
+            return
+        try:
+            recorded = json.loads(row[0])
+        except ValueError:
+            raise HarnessError(
+                f"the database {self.path} is damaged: its recorded row counts are not JSON"
+            ) from None
+        found = row_counts(self.con)
+        for table in COUNTED:
+            if recorded.get(table, 0) != found.get(table, 0):
+                raise HarnessError(
+                    f"the database {self.path} is inconsistent: table {table} holds "
+                    f"{found.get(table, 0)} rows where the last committed write left "
+                    f"{recorded.get(table, 0)} (changed outside inboxsim, or damaged): "
+                    "restore it or use another --db"
+                )
 
     def schema_version(self) -> int | None:
         """The version the file records, or None when it has no meta table."""
@@ -471,12 +543,11 @@ class Store:
                 "use another --db"
             )
         if found == _EMPTY:
-            con.execute("BEGIN TRANSACTION")
-            for ddl in _DDL:
-                con.execute(ddl)
-            create_views(con)
-            con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-            con.execute("COMMIT")
+            with self.transaction():
+                for ddl in _DDL:
+                    con.execute(ddl)
+                create_views(con)
+                con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
             return
         migrate(con, found, SCHEMA_VERSION)
 
@@ -495,44 +566,106 @@ class Store:
         ).fetchall()
         return [int(r[0]) for r in rows]
 
+    def seeded_runs(self, policy: Any, options: dict[str, Any]) -> dict[int, SeededRun]:
+        """The seeded runs the store holds under ``policy`` (a
+        :class:`~inboxsim.model.Policy`: its name and fields) and ``options``,
+        by this inboxsim version: each seed's latest run (``distinct_runs``).
+        What ``sweep --resume`` counts instead of running again."""
+        from .. import __version__
+        from .policies import policy_record
+
+        key = [policy.name, policy_record(policy)[0], options_key(options), __version__]
+        where = (
+            "FROM distinct_runs WHERE scenario IS NULL AND seed IS NOT NULL AND policy = ? "
+            "AND policy_hash = ? AND options = ? AND version = ?"
+        )
+        runs = self.con.execute(
+            f"SELECT run_id, seed, verdict, liveness, ops, trace_hash {where}", key
+        ).fetchall()
+        violations: dict[int, list[tuple[str, tuple[int, ...], str]]] = {}
+        for run_id, invariant, steps, message in self.con.execute(
+            "SELECT run_id, invariant, steps, message FROM violations "
+            f"WHERE run_id IN (SELECT run_id {where}) ORDER BY run_id, rowid",
+            key,
+        ).fetchall():
+            violations.setdefault(run_id, []).append((invariant, tuple(steps), message))
+        probes: dict[int, dict[str, int]] = {}
+        for run_id, probe, hits in self.con.execute(
+            f"SELECT run_id, probe, hits FROM probes WHERE run_id IN (SELECT run_id {where})", key
+        ).fetchall():
+            probes.setdefault(run_id, {})[probe] = hits
+        return {
+            int(seed): SeededRun(
+                int(seed),
+                verdict,
+                liveness,
+                ops,
+                trace_hash,
+                tuple(violations.get(run_id, ())),
+                probes.get(run_id, {}),
+            )
+            for run_id, seed, verdict, liveness, ops, trace_hash in runs
+        }
+
     # --- writing ----------------------------------------------------------------
 
-    def write(self, tables: dict[str, Any]) -> None:
-        """Insert one batch of runs (pyarrow Tables by name) in one transaction."""
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One transaction on the store's connection that also records every
+        table's row count in ``meta.row_counts`` before it commits, so that
+        the next open can tell a store that lost or gained rows outside
+        inboxsim. On a failure it rolls back and re-raises that failure: a
+        rollback that fails in turn (DuckDB may have invalidated the
+        connection) never hides it."""
+        import duckdb
+
         con = self.con
         con.execute("BEGIN TRANSACTION")
         try:
-            for name in TABLES:
-                table = tables.get(name)
-                if table is None or table.num_rows == 0:
-                    continue
-                con.register("_batch", table)
-                # A policy is stored once, whichever batch brings it first.
-                verb = "INSERT OR IGNORE" if name == "policies" else "INSERT"
-                try:
-                    con.execute(f"{verb} INTO {name} SELECT * FROM _batch")
-                finally:
-                    con.unregister("_batch")
+            yield con
+            record_row_counts(con)
             con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            with contextlib.suppress(duckdb.Error):
+                con.execute("ROLLBACK")
             raise
+
+    def write(self, tables: dict[str, Any], remember: Remember | None = None) -> None:
+        """Insert one batch of runs (pyarrow Tables by name) in one
+        transaction, with ``remember``'s update of the failing seeds, so an
+        interrupted sweep keeps the seeds of every batch it stored."""
+        import duckdb
+
+        con = self.con
+        batch = [
+            (name, table)
+            for name in TABLES
+            if (table := tables.get(name)) is not None and table.num_rows > 0
+        ]
+        try:
+            with self.transaction():
+                for name, table in batch:
+                    con.register(f"_batch_{name}", table)
+                for name, _ in batch:
+                    # A policy is stored once, whichever batch brings it first.
+                    verb = "INSERT OR IGNORE" if name == "policies" else "INSERT"
+                    con.execute(f"{verb} INTO {name} SELECT * FROM _batch_{name}")
+                if remember is not None:
+                    _remember(con, remember)
+        finally:
+            # Unregistered once the transaction has ended, by commit or by
+            # rollback: an unregister inside a transaction DuckDB has aborted
+            # fails, and would hide the error that aborted it.
+            for name, _ in batch:
+                with contextlib.suppress(duckdb.Error):
+                    con.unregister(f"_batch_{name}")
 
     def update_failing(
         self, policy: str, options: dict[str, Any], failed: Iterable[int], passed: Iterable[int]
     ) -> None:
         """Remember seeds that failed; forget remembered seeds that now pass."""
-        key = options_key(options)
-        con = self.con
-        con.execute("BEGIN TRANSACTION")
-        for seed in passed:
-            con.execute(
-                "DELETE FROM failing_seeds WHERE policy = ? AND options = ? AND seed = ?",
-                [policy, key, seed],
-            )
-        for seed in failed:
-            con.execute("INSERT OR IGNORE INTO failing_seeds VALUES (?, ?, ?)", [policy, key, seed])
-        con.execute("COMMIT")
+        with self.transaction() as con:
+            _remember(con, Remember(policy, options, tuple(failed), tuple(passed)))
 
     def write_mutants(self, rows: Iterable[dict[str, Any]]) -> int:
         """Record one campaign of planted-bug results (the kill matrix) in one
@@ -543,9 +676,7 @@ class Store:
         A row that breaks these rules is a :class:`HarnessError` naming it, and
         nothing of the campaign is written."""
         checked = [_mutant_row(n, row) for n, row in enumerate(rows, 1)]
-        con = self.con
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with self.transaction() as con:
             row = con.execute("SELECT coalesce(max(campaign_id) + 1, 0) FROM mutants").fetchone()
             campaign = int(row[0]) if row else 0
             # A campaign is tens of rows, once: executemany is plenty here.
@@ -554,10 +685,6 @@ class Store:
                 "seconds_to_detect, runs, shrunk_ops) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [(campaign, *r) for r in checked],
             )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
         return campaign
 
     def close(self) -> None:
@@ -572,6 +699,62 @@ class Store:
         # or write: say so in one line, as for a file that does not open.
         if isinstance(exc, BaseException) and _damaged(exc):
             raise HarnessError(_open_error(self.path, exc)) from None
+
+
+class SeededRun(NamedTuple):
+    """A stored seeded run, as much of it as a sweep's tally needs."""
+
+    seed: int
+    verdict: str
+    liveness: str
+    ops: int
+    trace_hash: str
+    violations: tuple[tuple[str, tuple[int, ...], str], ...]  # invariant, steps, message
+    probes: dict[str, int]  # probe -> hits
+
+
+class Remember(NamedTuple):
+    """A batch's update of the remembered failing seeds (``failing_seeds``)."""
+
+    policy: str  # the policy as the user gave it: a preset name or a TOML file
+    options: dict[str, Any]
+    failed: tuple[int, ...]  # seeds that failed: remember them
+    passed: tuple[int, ...]  # remembered seeds that passed: forget them
+
+
+def _remember(con: Any, update: Remember) -> None:
+    key = options_key(update.options)
+    for seed in update.passed:
+        con.execute(
+            "DELETE FROM failing_seeds WHERE policy = ? AND options = ? AND seed = ?",
+            [update.policy, key, seed],
+        )
+    for seed in update.failed:
+        con.execute(
+            "INSERT OR IGNORE INTO failing_seeds VALUES (?, ?, ?)", [update.policy, key, seed]
+        )
+
+
+def row_counts(con: Any) -> dict[str, int]:
+    """The row count of each of :data:`COUNTED` that the file holds."""
+    present = {
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'"
+        ).fetchall()
+    }
+    counts = {}
+    for table in COUNTED:
+        if table in present:
+            row = con.execute(f"SELECT count(*) FROM {table}").fetchone()
+            counts[table] = int(row[0]) if row else 0
+    return counts
+
+
+def record_row_counts(con: Any) -> None:
+    """Record :func:`row_counts` in ``meta`` (inside the caller's transaction)."""
+    text = json.dumps(row_counts(con), sort_keys=True, separators=(",", ":"))
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('row_counts', ?)", [text])
 
 
 KILL_KINDS = ("invariant", "divergence", "expectation", "none")
@@ -622,6 +805,12 @@ class _NeedsMigration(HarnessError):
         self.found = found
 
 
+def check_writable(path: str | Path) -> None:
+    """Open ``path`` as a writer would, and close it: every refusal a writer
+    makes (see :class:`Store`), before a long run rather than after it."""
+    Store(path).close()
+
+
 def open_store(path: str | Path) -> Store:
     """Open a store for reading. An older file is migrated first (one short
     writable open), so readers always see the current schema and views."""
@@ -665,9 +854,22 @@ def _open_error(path: str, exc: BaseException) -> str:
             f"the database {path} is truncated or corrupt (a read past its end failed): "
             "restore it or use another --db"
         )
+    if "checksum" in text.lower() and " at location " in text:
+        where = text.rsplit(" at location ", 1)[1].split()[0].rstrip(".")
+        return (
+            f"the database {path} is damaged: the block at byte {where} fails its checksum "
+            "(what was written is not what is read back): restore it or use another --db"
+        )
     if "not a valid DuckDB database" in text or "Corrupt" in text or "checksum" in text.lower():
         return (
             f"the database {path} is not a readable DuckDB file (corrupt, or another kind of file)"
+        )
+    if "WAL" in text and ("replaying" in text or "does not match" in text):
+        why = "does not match it" if "does not match" in text else f"fails: {_reason(exc)}"
+        return (
+            f"the database {path} cannot be opened with the write-ahead log beside it "
+            f"({path}.wal {why}): restore the two files together, or move {path}.wal "
+            "aside to open the store as last checkpointed"
         )
     return f"cannot open the database {path}: {_reason(exc)}"
 

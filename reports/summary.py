@@ -7,6 +7,10 @@ the only function here that queries) and the summary computed from them
 support is a 95 % upper bound on its per-run failure rate: ``3/n`` by the
 rule of three, exactly ``1 - 0.05 ** (1/n)`` (the rate at which ``n`` clean
 runs would still happen 5 % of the time).
+
+``n`` counts distinct runs (the store's ``distinct_runs`` view): a seed run
+again under the same policy, options, version and target is the same run,
+and no new evidence, so a sweep re-run after a kill does not shrink a bound.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class Facts:
     # seconds_to_detect, runs, shrunk_ops, recorded_at
     mutants: list[Row] = field(default_factory=list)
     conformance: list[Row] = field(default_factory=list)  # latest batch per target
+    stored_runs: int = 0  # rows of runs; ``runs`` holds each distinct run once
 
 
 def load_facts(con: Any, db: str, schema_version: int) -> Facts:
@@ -58,10 +63,11 @@ def load_facts(con: Any, db: str, schema_version: int) -> Facts:
         schema_version=schema_version,
         runs=q(
             "SELECT run_id, seed, policy, target, version, options, verdict, liveness, ops, seconds, "
-            "scenario FROM runs ORDER BY run_id"
+            "scenario FROM distinct_runs ORDER BY run_id"
         ),
         violations=q(
-            "SELECT run_id, invariant, steps, message FROM violations ORDER BY run_id, rowid"
+            "SELECT run_id, invariant, steps, message FROM violations "
+            "WHERE run_id IN (SELECT run_id FROM distinct_runs) ORDER BY run_id, rowid"
         ),
         exercise=q("SELECT * FROM invariant_exercise ORDER BY invariant, policy"),
         probes=q(
@@ -77,8 +83,8 @@ def load_facts(con: Any, db: str, schema_version: int) -> Facts:
         probe_info={p.name: (p.required, p.description) for p in PROBES},
         scenario_runs=q(
             "SELECT s.run_id, s.scenario, s.file, r.policy, r.target, s.passed, s.expectations, "
-            "s.expectations_failed, s.failures FROM scenario_runs s JOIN runs r USING (run_id) "
-            "ORDER BY s.run_id"
+            "s.expectations_failed, s.failures FROM scenario_runs s "
+            "JOIN distinct_runs r USING (run_id) ORDER BY s.run_id"
         ),
         mutants=q(
             "SELECT campaign_id, mutant, killed_by_kind, killed_by, seed, seconds_to_detect, runs, "
@@ -86,6 +92,7 @@ def load_facts(con: Any, db: str, schema_version: int) -> Facts:
             "WHERE campaign_id = (SELECT max(campaign_id) FROM mutants) ORDER BY mutant"
         ),
         conformance=load_conformance(con),
+        stored_runs=q("SELECT count(*) FROM runs")[0][0],
     )
 
 
@@ -170,6 +177,7 @@ def summarize(f: Facts) -> dict[str, Any]:
         "targets": sorted({r[3] for r in runs}),
         "policies": policies,
         "runs": len(runs),
+        "stored_runs": f.stored_runs,
         "verdicts": {
             "held": sum(1 for r in runs if r[6] != "violated"),
             "violated": sum(1 for r in runs if r[6] == "violated"),
@@ -309,6 +317,12 @@ def headline(doc: dict[str, Any]) -> str:
     return "; ".join(problems) if problems else "every judged invariant held"
 
 
+def repeats_note(doc: dict[str, Any]) -> str:
+    """How many stored runs repeated an earlier one (counted once), if any."""
+    extra = doc.get("stored_runs", doc["runs"]) - doc["runs"]
+    return f" ({extra} more stored runs repeat one of them and count once)" if extra > 0 else ""
+
+
 def _cell(text: str) -> str:
     """Text safe inside a Markdown table cell."""
     return " ".join(str(text).split()).replace("|", "\\|")
@@ -324,7 +338,8 @@ def markdown(doc: dict[str, Any], max_failing: int = 20) -> str:
     out = [
         f"## inboxsim report: {verdict}",
         "",
-        f"{doc['runs']} runs ({', '.join(doc['policies']) or 'no policy'}; target "
+        f"{doc['runs']} runs{repeats_note(doc)} "
+        f"({', '.join(doc['policies']) or 'no policy'}; target "
         f"{', '.join(doc['targets']) or '-'}; inboxsim {', '.join(doc['versions']) or '-'}): "
         f"{doc['verdicts']['held']} held, {doc['verdicts']['violated']} violated. "
         f"{doc['throughput']['steps']} steps.",

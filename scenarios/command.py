@@ -30,9 +30,10 @@ def gather(files: Sequence[str], library: bool) -> list[LoadedScenario]:
 def adapter_factory(command: str, timeout: float, workdir: Path) -> TargetFactory:
     """Targets that start ``command`` (an adapter-protocol program) in a fresh
     data folder per scenario, under ``workdir``."""
-    from ..sim.adapter import AdapterTarget, split_command
+    from ..sim.adapter import AdapterTarget, check_startable, split_command
 
     argv = split_command(command)
+    check_startable(argv)
     counter = iter(range(1_000_000))
 
     def build(policy: Policy, step_limit: int) -> Target:

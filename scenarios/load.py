@@ -87,8 +87,46 @@ def resolve_policy(name: str, origin: str | None = None) -> Policy:
 
 
 def _describe(exc: ValidationError, text: str, origin: str) -> str:
-    """The first validation error as ``origin:line: field: what was expected``."""
-    error = exc.errors()[0]
+    """One validation error as ``origin:line: field: what was expected``; with
+    several, every missing and every unknown field by name (with its line
+    when it has one), then the first other error."""
+    errors = exc.errors()
+    if len(errors) == 1:
+        return _describe_one(errors[0], text, origin)
+    fields: dict[str, list[str]] = {"missing": [], "extra_forbidden": []}
+    others: list[Any] = []
+    for error in errors:
+        loc = tuple(error["loc"])
+        if error["type"] in fields:
+            line = _line_of(text, loc) if error["type"] == "extra_forbidden" else None
+            fields[error["type"]].append(_field_path(loc) + (f" (line {line})" if line else ""))
+        else:
+            others.append(error)
+    parts = []
+    labels = {"missing": "missing required field", "extra_forbidden": "unknown field"}
+    for kind, label in labels.items():
+        if fields[kind]:
+            plural = "s" if len(fields[kind]) > 1 else ""
+            parts.append(f"{label}{plural}: {', '.join(fields[kind])}")
+    if fields["extra_forbidden"]:
+        parts[-1] += " (not part of the scenario format)"
+    if others:
+        path, line, message = _located(others[0], text)
+        at = f" (line {line})" if line else ""
+        more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
+        parts.append(f"{path}{at}: {message}{more}")
+    return f"{origin}: " + "; ".join(parts)
+
+
+def _describe_one(error: Any, text: str, origin: str) -> str:
+    """One validation error as ``origin:line: field: what was expected``."""
+    path, line, message = _located(error, text)
+    where = f"{origin}:{line}" if line else origin
+    return f"{where}: {path}: {message}"
+
+
+def _located(error: Any, text: str) -> tuple[str, int | None, str]:
+    """An error's field path, its line in ``text`` (when found) and what was expected."""
     loc = tuple(error["loc"])
     if error["type"] == "value_error" and loc and loc[-1] != "op":
         # A whole-step check (e.g. "op 'prompt' has no field 'child'"): point
@@ -99,10 +137,7 @@ def _describe(exc: ValidationError, text: str, origin: str) -> str:
         )
         if keys and loc[0] == "step":
             loc = (*loc, keys[0])
-    line = _line_of(text, loc)
-    where = f"{origin}:{line}" if line else origin
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{where}: {_field_path(loc)}: {_message(error)}{more}"
+    return _field_path(loc), _line_of(text, loc), _message(error)
 
 
 _KEYS = set(StepSpec.model_fields) | set(Scenario.model_fields)

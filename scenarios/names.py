@@ -1,8 +1,8 @@
 """Symbolic names for the IDs a target generates (see :mod:`.schema`).
 
 A scenario cannot write a generated ID down: another implementation (or the
-same one after a change) picks another. The lockstep rule (harness-contract
-"Lockstep conformance") maps them instead: a generated input ID by order of
+same one after a change) picks another. The lockstep rule (``docs/cli.md``,
+"Lockstep") maps them instead: a generated input ID by order of
 appearance (``gen:1``, ``gen:2``, ...), a fork's copied message by the message
 it copies (``copy:<original>``, per session). :class:`Names` folds a run's
 observations into that mapping, both ways; the runner uses it to resolve a

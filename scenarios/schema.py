@@ -5,8 +5,8 @@ A scenario is a readable TOML file: a header (``name``, ``source``, ``policy``,
 ``expect_violation``) and an ordered list of ``[[step]]`` tables. A step is
 either one protocol operation (``op`` plus that operation's fields) or
 ``kill = true``, a crash between requests. Expectations sit on the step they
-judge and compare only what compares across implementations (harness-contract
-"Lockstep conformance"): the harness's own IDs, orders and error codes, never
+judge and compare only what compares across implementations (``docs/cli.md``,
+"Lockstep"): the harness's own IDs, orders and error codes, never
 seq values, times or generated IDs.
 
 IDs the target generates are written symbolically, both in requests and in

@@ -1,5 +1,5 @@
 """``AdapterTarget``: an implementation under test, as a child process that
-speaks ``adapter-protocol.md``, behind the same :class:`~.target.Target`
+speaks ``docs/protocol.md``, behind the same :class:`~.target.Target`
 interface as the in-process model.
 
 Theory of operation.
@@ -127,6 +127,28 @@ def split_command(text: str) -> list[str]:
     if not parts:
         raise HarnessError("--adapter needs a command to run")
     return parts
+
+
+def check_startable(argv: list[str]) -> None:
+    """A :class:`HarnessError` when ``argv``'s program cannot be started at
+    all (no such file, not executable, not on ``PATH``): the harness's usage
+    problem, exit 2, said once, not a protocol error of every run that
+    tries to start it."""
+    import shutil
+
+    program = argv[0]
+    if shutil.which(program) is not None:
+        return
+    path = Path(program)
+    if os.sep not in program:
+        why = "not found on PATH"
+    elif path.is_dir():
+        why = "is a directory"
+    elif path.exists():
+        why = "is not executable"
+    else:
+        why = "no such file"
+    raise HarnessError(f"the adapter command cannot be started: {program}: {why}")
 
 
 def quote(data: bytes) -> str:
@@ -388,7 +410,7 @@ class AdapterTarget:
                 return fail(
                     f"adapter speaks protocol {result.get('protocol')!r}; "
                     "this harness speaks protocol "
-                    f"{PROTOCOL_VERSION} only (adapter-protocol.md): refused",
+                    f"{PROTOCOL_VERSION} only (docs/protocol.md): refused",
                     raw,
                 )
             try:

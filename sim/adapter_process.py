@@ -2,7 +2,7 @@
 every read and write.
 
 Why not ``proc.stdout.readline()``: it blocks forever on an adapter that hangs,
-and the harness must never hang (``adapter-protocol.md``, Transport). The
+and the harness must never hang (``docs/protocol.md``, Transport). The
 pipes are non-blocking and waited on with ``selectors``, so a read returns a
 line, reports end of file, or gives up at the deadline, keeping whatever
 partial bytes arrived so that the error can quote them.

@@ -34,6 +34,9 @@ apart:
   promoted) are left out.
 - **Call opening order** is ranked; event counts are capped at 2 (the
   checkers ask only whether a session has 0 or 1 events).
+- The model's **ID index** (whom every ID ever admitted belongs to) is
+  written after the sessions: an ID whose lifecycle ended is in no fold,
+  and its owner decides how a reuse is judged.
 - Every other value is kept as it is, and an attribute this module does not
   know is serialized in full: a checker that grows new memory makes the key
   finer (fewer merges), never unsound. Iteration order is kept wherever it
@@ -102,7 +105,7 @@ _SKIP = frozenset(
 references walked once (the tracker), bookkeeping, and the tracker's
 evidence-only step indexes (named in violation messages, never compared)."""
 
-_UNORDERED = frozenset({"lives", "owners", "calls_by_id", "pending_at", "visible_at"})
+_UNORDERED = frozenset({"lives", "owners", "namespace", "calls_by_id", "pending_at", "visible_at"})
 """Dicts keyed by input or call ID that are only looked up (never iterated
 in an order that decides a verdict): walked sorted by canonical ID. Every
 other dict keeps its order (a session's pending rows are in admission
@@ -310,6 +313,9 @@ def _key(state: State, monitor: Any, sessions: dict[str, int]) -> tuple[Any, ...
     ordered = sorted(logs, key=sessions.__getitem__)
     for sid in ordered:
         _model(w, state, logs[sid])
+    # Whom every ID belongs to, for good: the model judges a reuse of an ID
+    # whose lifecycle ended by it, and no session's fold shows such an ID.
+    w.mapping(dict(state.store.owners), None, True)
     tracker = getattr(monitor, "tracker", None)
     if tracker is None:  # another monitor: all of its attributes, as they are
         w.obj(monitor)

@@ -1,5 +1,5 @@
 """Conformance: an adapter in lockstep with the reference model
-(``harness-contract.md``, "Lockstep conformance: what is compared").
+(``docs/cli.md``, "Lockstep: what conformance compares").
 
 :func:`conformance` runs, against one adapter command:
 
@@ -40,7 +40,14 @@ from typing import Any
 from ..errors import HarnessError
 from ..model import Crashed, Policy
 from . import scratch
-from .adapter import DEFAULT_TIMEOUT, AdapterTarget, ReadyWatch, never_ready, split_command
+from .adapter import (
+    DEFAULT_TIMEOUT,
+    AdapterTarget,
+    ReadyWatch,
+    check_startable,
+    never_ready,
+    split_command,
+)
 from .lockstep import Divergence, LockstepTarget, NotTestable
 from .protocol import ProtocolError
 from .target import ModelTarget
@@ -211,6 +218,7 @@ def target_command(
             raise HarnessError(f"--adapter: {exc}") from None
         if not argv:
             raise HarnessError("--adapter: the command is empty")
+        check_startable(argv)
         return argv, policy or "g4", timeout, adapter
     if target == "sqlite":
         from ..impls import sqlite_inbox
@@ -786,48 +794,35 @@ def store_results(db: str | Path, report: ConformanceReport) -> int:
     if missing, through the store's own connection); returns the batch id."""
     from ..reports.store import Store
 
-    with Store(db) as store:
-        con = store.con
+    with Store(db) as store, store.transaction() as con:
         con.execute(DDL)
         # stores written before repro files and request counts existed
         con.execute("ALTER TABLE conformance ADD COLUMN IF NOT EXISTS repro_file VARCHAR")
         con.execute("ALTER TABLE conformance ADD COLUMN IF NOT EXISTS steps BIGINT")
-        # One transaction: a run killed while writing leaves none of its rows.
-        con.execute("BEGIN TRANSACTION")
-        try:
-            batch = _insert_items(con, report)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-    return batch
-
-
-def _insert_items(con: Any, report: ConformanceReport) -> int:
-    row = con.execute("SELECT coalesce(max(conformance_id), 0) + 1 FROM conformance").fetchone()
-    batch = int(row[0]) if row else 1
-    con.executemany(
-        "INSERT INTO conformance (conformance_id, target, command, policy, kind, item, "
-        "verdict, detail, repro, repro_file, seconds, steps) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (
-                batch,
-                report.target,
-                json.dumps(report.command),
-                report.policy,
-                i.kind,
-                i.item,
-                i.verdict,
-                i.detail,
-                i.repro,
-                i.repro_file,
-                i.seconds,
-                i.steps,
-            )
-            for i in report.items
-        ],
-    )
+        row = con.execute("SELECT coalesce(max(conformance_id), 0) + 1 FROM conformance").fetchone()
+        batch = int(row[0]) if row else 1
+        con.executemany(
+            "INSERT INTO conformance (conformance_id, target, command, policy, kind, item, "
+            "verdict, detail, repro, repro_file, seconds, steps) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    batch,
+                    report.target,
+                    json.dumps(report.command),
+                    report.policy,
+                    i.kind,
+                    i.item,
+                    i.verdict,
+                    i.detail,
+                    i.repro,
+                    i.repro_file,
+                    i.seconds,
+                    i.steps,
+                )
+                for i in report.items
+            ],
+        )
     return batch
 
 

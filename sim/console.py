@@ -58,10 +58,14 @@ class SweepProgress:
         return self
 
     def __call__(self, report: SweepReport) -> None:
-        rate = report.runs / report.seconds if report.seconds else 0.0
+        # The plan's own count: remembered failing seeds come on top of
+        # --seeds, and runs counted from the store (--resume) are done already.
+        self.total = report.planned or self.total
+        rate = (report.runs - report.resumed) / report.seconds if report.seconds else 0.0
         if self._bar is not None:
             self._bar.update(
                 self._task,
+                total=self.total,
                 completed=report.runs,
                 violations=len(report.failing),
                 rate=f"{rate:.0f}",
@@ -160,6 +164,8 @@ def print_summary(report: SweepReport, stream: TextIO | None = None) -> None:
         f"{seeds['run']} (from {seeds['start']}, "
         f"{len(seeds['remembered'])} remembered failing first)",
     )
+    if seeds["resumed"]:
+        head.add_row("resumed", f"{seeds['resumed']} of them counted from the store, not run again")
     if seeds["stopped_by_time_budget"]:
         head.add_row(
             "stopped", f"time budget reached after {seeds['run']} of {seeds['planned']} seeds"

@@ -23,14 +23,20 @@ Theory of operation (after TLC's breadth-first search with a fingerprint set,
      request again, rebuilt from its admission record) and a **conflicting
      retry** of each kind: same ID and kind with another text, and with
      the other delivery;
-  5. ``compact`` (omitted ID: the target generates the barrier's);
+  5. ``compact`` (omitted ID: the target generates the barrier's), and
+     ``compact`` with the session's next unused pool ID (a client's barrier
+     ID, whose lifecycle ends when the barrier is consumed);
   6. ``interrupt`` and ``resume``;
   7. for the session's open call: ``answer`` with ``stop``, ``tool`` and ``error``;
-  8. every request above that can crash (prompt, synthetic, compact, resume,
+  8. for every pool ID whose lifecycle ended (its barrier was consumed), in
+     every session: a ``prompt``, a ``synthetic`` and a ``compact`` with that
+     ID (cross-session and cross-kind reuse after the lifecycle ended, a
+     conflict; in its own session and kind, a new input);
+  9. every request above that can crash (prompt, synthetic, compact, resume,
      answer), once per failpoint it actually reaches (``after_admit``,
      ``mid_promotion``, ``after_promotion``), followed by the restart ``hello``;
 
-  and, once per world, 9. a **crash between requests** (a kill), followed by
+  and, once per world, 10. a **crash between requests** (a kill), followed by
   the restart ``hello``.
 
   The "next unused pool ID" is the lowest-numbered pool ID the session has
@@ -111,7 +117,7 @@ POOL = 2
 DEFAULT_SESSIONS = 2
 DEFAULT_DEPTH = 3
 """Small enough that the full alphabet with every checker runs in seconds (2
-sessions: 8,822 distinct states); the benchmark goes deeper."""
+sessions: 11,646 distinct states); the benchmark goes deeper."""
 DEFAULT_STEP_LIMIT = 2
 """A small step allowance, so that a final step (where ``tool`` counts as
 ``stop``) is reachable within a few answers."""
@@ -132,6 +138,11 @@ FAMILIES: dict[str, str] = {
     "conflict_delivery": "per live input ID of s: a conflicting retry "
     "(same ID, kind and text, the other delivery)",
     "compact": "per session s: compact (the target generates the barrier ID)",
+    "compact_pool": "per session s: compact with s's next unused pool ID (a barrier ID of the "
+    "client's, whose lifecycle ends when the barrier is consumed)",
+    "reuse_ended": "per pool ID whose lifecycle ended, in every session: prompt, synthetic and "
+    "compact with that ID (cross-session and cross-kind reuse; in its own session and kind, a "
+    "new input)",
     "interrupt": "per session s: interrupt",
     "resume": "per session s: resume",
     "answer_stop": "per open call: answer stop",
@@ -192,8 +203,9 @@ def pool_used(state: State, session: str) -> int:
 
 
 def _next_fresh(state: State, session: str, pool: int = POOL) -> str | None:
-    """The lowest pool ID the session never admitted (no ID is ever freed
-    in this alphabet: there is no revert, and barrier IDs are generated)."""
+    """The lowest pool ID the session never admitted (an ID belongs to its
+    session and kind for good, so an ID whose lifecycle ended is not fresh:
+    the ``reuse_ended`` family sends it)."""
     owners = state.store.owners
     for ident in pool_ids(session, pool):
         if ident not in owners:
@@ -208,6 +220,34 @@ def _live_inputs(log: SessionLog) -> Iterator[tuple[str, str, str | None]]:
     rows += [r for r in log.pending if r.type != "compaction"]
     for row in sorted(rows, key=lambda r: r.admitted_seq):
         yield row.input, row.type, row.delivery
+
+
+def ended_ids(state: State) -> list[str]:
+    """IDs whose lifecycle ended (neither pending nor visible in the session
+    they belong to), in name order; fork copies aside (not in the alphabet)."""
+    out = []
+    for ident, owner in sorted(state.store.owners.items()):
+        log = state.store.sessions[owner.session]
+        if not owner.copied and log.pending_row(ident) is None and log.message(ident) is None:
+            out.append(ident)
+    return out
+
+
+def _reuses(state: State, session: str, now: int, enabled: frozenset[str]) -> list[Action]:
+    """The ``reuse_ended`` requests into ``session``: each ended ID as a
+    prompt, a synthetic input (where the alphabet has synthetic input) and a
+    barrier (where it has compaction)."""
+    acts: list[Action] = []
+    for ident in ended_ids(state):
+        op: Op = Prompt(now, session=session, input=ident, text=PROMPT_TEXT, delivery="steer")
+        acts.append(Action(f"reuse({session},{ident},prompt)", op))
+        if "synthetic" in enabled:
+            op = Synthetic(now, session=session, input=ident, text=SYNTHETIC_TEXT, delivery="steer")
+            acts.append(Action(f"reuse({session},{ident},synthetic)", op))
+        if "compact" in enabled:
+            op = Compact(now, session=session, input=ident)
+            acts.append(Action(f"reuse({session},{ident},compact)", op))
+    return acts
 
 
 def _resend(session: str, ident: str, kind: str, delivery: str | None, text: str, now: int) -> Op:
@@ -251,6 +291,11 @@ def session_actions(
             acts.append(Action(f"conflict({session},{ident},{other})", op))
     if "compact" in enabled:
         acts.append(Action(f"compact({session})", Compact(now, session=session)))
+    if fresh is not None and "compact_pool" in enabled:
+        op = Compact(now, session=session, input=fresh)
+        acts.append(Action(f"compact({session},{fresh})", op))
+    if "reuse_ended" in enabled:
+        acts.extend(_reuses(state, session, now, enabled))
     if "interrupt" in enabled:
         acts.append(Action(f"interrupt({session})", Interrupt(now, session=session)))
     if "resume" in enabled:
@@ -276,12 +321,13 @@ def requests(
     return acts
 
 
-# The hello features each family needs (adapter-protocol.md, "Features"): the
+# The hello features each family needs (docs/protocol.md, "Features"): the
 # harness never sends an operation whose feature is missing.
 _NEEDS = {
     "synthetic": "synthetic",
     "synthetic_queue": "synthetic",
     "compact": "compaction",
+    "compact_pool": "compaction",
     "interrupt": "interrupt",
     "resume": "resume",
     "failpoints": "failpoints",
@@ -406,9 +452,12 @@ def _session_form(log: SessionLog, symmetric: bool) -> tuple[tuple[Any, ...], di
 
 
 def _rename(ident: str, order: int, session: str, symmetric: bool) -> Any:
+    pool = ident.startswith(session + ".")
     if symmetric:
-        return order
-    return ident if ident.startswith(session + ".") else f"gen{order}"
+        # A pool ID and a generated one stay apart (even numbers, odd ones):
+        # a barrier under a pool ID uses up a fresh ID, a generated one not.
+        return 2 * order + (0 if pool else 1)
+    return ident if pool else f"gen{order}"
 
 
 def _run_form(run: Run | None, names: dict[str, Any], order: dict[str, int]) -> tuple[Any, ...]:

@@ -1,6 +1,6 @@
 """Lockstep conformance: drive the reference model and a target with the same
 requests and stop at the first observable difference
-(``harness-contract.md``, "Lockstep conformance: what is compared").
+(``docs/cli.md``, "Lockstep: what conformance compares").
 
 :class:`LockstepTarget` is itself a :class:`~.target.Target`: the simulator,
 the scenario runner or the explorer drive it exactly as they drive one
@@ -77,7 +77,7 @@ from .trace import MessageView, Observed, PendingView, observed_wire, reply_wire
 from .workload import NO_METADATA
 
 VISIBLE = ("user", "synthetic")
-# The hello feature each operation needs (adapter-protocol.md, "Features").
+# The hello feature each operation needs (docs/protocol.md, "Features").
 OP_FEATURE = {
     "synthetic": "synthetic",
     "compact": "compaction",
@@ -617,10 +617,12 @@ def run_scenarios_lockstep(
     make_model: Any,
     make_target: Any,
     monitor: Any = True,
+    policy: Any = None,
 ) -> list[LockstepResult]:
     """Run each scenario with a fresh :class:`LockstepTarget` (``make_model(policy,
-    step_limit)``, ``make_target(policy, step_limit)``); a divergence is caught
-    and reported, the scenario's own failures too."""
+    step_limit)``, ``make_target(policy, step_limit)``), under its file's policy
+    or ``policy``; a divergence is caught and reported, the scenario's own
+    failures too."""
     import time
 
     from ..scenarios.runner import run_scenario
@@ -639,7 +641,7 @@ def run_scenarios_lockstep(
 
         name = loaded.scenario.name
         try:
-            result = run_scenario(loaded, target_factory=factory, monitor=monitor)
+            result = run_scenario(loaded, policy, target_factory=factory, monitor=monitor)
         except Divergence as div:
             if holder:
                 holder[0].close()

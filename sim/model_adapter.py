@@ -1,5 +1,5 @@
 """The reference model as an adapter process: ``python -m
-inboxsim.sim.model_adapter [--policy NAME|FILE]`` speaks ``adapter-protocol.md``
+inboxsim.sim.model_adapter [--policy NAME|FILE]`` speaks ``docs/protocol.md``
 on stdin/stdout, so the model is one more target behind the same protocol
 (and the harness side of the protocol is tested against a known-good peer).
 

@@ -1,4 +1,4 @@
-"""The adapter protocol, version 1, as validated types (``adapter-protocol.md``).
+"""The adapter protocol, version 1, as validated types (``docs/protocol.md``).
 
 Every message both ways is a ``TypedDict`` wrapped in a module-level pydantic
 ``TypeAdapter`` (``python-ecosystem.md`` section 2: pydantic at the boundary
@@ -84,7 +84,7 @@ _OPEN = ConfigDict(extra="ignore", strict=True)
 
 class ProtocolError(Exception):
     """The adapter broke the protocol: the run stops and the target failed
-    (exit 1, ``harness-contract.md``). The message names the request (op and
+    (exit 1, ``docs/cli.md``). The message names the request (op and
     rid) and quotes the offending bytes."""
 
     exit_code = ExitCode.TARGET_FAILED
@@ -522,7 +522,7 @@ def json_schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"inboxsim adapter protocol, version {PROTOCOL_VERSION}",
         "description": (
-            "One message of the inboxsim adapter protocol (adapter-protocol.md): a request "
+            "One message of the inboxsim adapter protocol (docs/protocol.md): a request "
             "the harness sends or a response the adapter returns. Generated from "
             "inboxsim.sim.protocol; do not edit."
         ),

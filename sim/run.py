@@ -148,6 +148,7 @@ def run(
     violation: ViolationFactory | None = None,
     checkers_module: str | None = None,
     target: TargetFactory | None = None,
+    version: str | None = None,
 ) -> RunResult:
     """Run once with the choices ``ch`` makes (live or replayed).
 
@@ -157,7 +158,10 @@ def run(
     judging every invariant or, with ``options.only_expected``, those the
     policy is expected to keep. ``target``
     builds what the run drives from the policy and the swarm's step limit
-    (default: the reference model in process).
+    (default: the reference model in process). ``version`` is the harness
+    version the trace header records, and so part of the trace hash (default:
+    the installed ``inboxsim.__version__``); a fixed string pins hashes
+    across releases (``tests/test_pinned_hashes.py``).
     """
     if monitor is None or violation is None:
         default_monitor, default_violation = checkers.monitor_for(
@@ -172,7 +176,7 @@ def run(
     reply, observed = driven.request(hello)
     hello_result = reply.result  # type: ignore[union-attr]
     header = TraceHeader(
-        seed, policy.name, driven.name, hello_result, __version__, options.to_dict()
+        seed, policy.name, driven.name, hello_result, version or __version__, options.to_dict()
     )
     rec = _Recorder(monitor(policy, hello_result))
     stopped = rec.add("safety", "hello", hello, None, reply, observed)

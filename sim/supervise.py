@@ -81,6 +81,17 @@ TRACKER_PATIENCE = 5.0  # seconds the resource tracker gets to clean up and end
 RELAYED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP, signal.SIGWINCH)
 
 
+# $TMPDIR as it was before run() put the run's own folder in its place.
+_outer: str | None = None
+
+
+def lasting_tempdir() -> str:
+    """The temporary folder for a file a message names (an internal error's
+    traceback): the run's own folder, ``$TMPDIR`` during the run, is removed
+    when the run ends."""
+    return _outer if _outer is not None else tempfile.gettempdir()
+
+
 def _prctl(option: int, value: int) -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -110,6 +121,8 @@ def run(command: Callable[[], int]) -> int:
     outer = tempfile.gettempdir()
     root = scratch.make("harness")
     if len(os.fsencode(root)) <= ROOT_MAX:
+        global _outer
+        _outer = outer
         os.environ["TMPDIR"] = str(root)
         tempfile.tempdir = None
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, RELAYED)
@@ -231,4 +244,4 @@ def _supervise(child: int, mask: set[int | signal.Signals], outer: str, root: Pa
     os._exit(code)
 
 
-__all__ = ["ENV", "run"]
+__all__ = ["ENV", "lasting_tempdir", "run"]

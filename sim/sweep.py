@@ -23,7 +23,14 @@ trace hashes with 1 and 2 jobs).
 
 Failing seeds are remembered in the store by policy and options; the next
 sweep with the same policy and options runs them first, and forgets the ones
-that pass (Hypothesis' example database).
+that pass (Hypothesis' example database). Each batch updates that list in the
+transaction that stores its runs, so an interrupted sweep keeps it.
+
+A sweep that was interrupted (Ctrl-C, a CI timeout, a kill) goes on with
+``--resume``: the same command again, whose seeds already stored under the
+same policy, options and inboxsim version are counted from the store, not run
+again (:meth:`SweepPlan.resume_command`; :func:`resume_line` is the line the
+interrupted sweep prints).
 """
 
 from __future__ import annotations
@@ -131,6 +138,7 @@ class SweepPlan:
     checkers: str | None = None  # a module with Monitor and Violation; None: inboxsim.invariants
     executor: str = "local"  # "local": a process pool; "dask": a Dask cluster
     scheduler: str | None = None  # with "dask": a scheduler address; None: a local cluster
+    resume: bool = False  # seeds the store holds (same policy, options, version) are not rerun
 
     def batch(self, total: int, slots: int | None = None) -> int:
         """Seeds per batch; ``slots``: batches the executor runs at once (default: jobs)."""
@@ -148,24 +156,21 @@ class SweepPlan:
             command += " --only-expected"
         return command
 
-    def go_on_command(self, ran: set[int], db: str) -> str | None:
-        """The command that runs the seeds of this plan's range that did not
-        run (an interrupted sweep's way on), or None when all ran. It starts
-        at the first seed that did not run; seeds after it that did run
-        (batches finish out of order) run again."""
-        end = self.seed_start + self.seed_count
-        first = next((s for s in range(self.seed_start, end) if s not in ran), None)
-        if first is None:
-            return None
-        words = ["inboxsim", "sweep", "--seeds", str(end - first), "--seed-start", str(first)]
+    def resume_command(self, db: str) -> str:
+        """The command that goes on with this sweep in ``db`` (``--resume``)."""
+        words = ["inboxsim", "sweep", "--seeds", str(self.seed_count)]
+        if self.seed_start:
+            words += ["--seed-start", str(self.seed_start)]
         words += ["--policy", self.policy_spec, "--ops", str(self.options.ops)]
         if self.options.only_expected:
             words.append("--only-expected")
+        if self.time_budget is not None:
+            words += ["--time-budget", f"{self.time_budget:g}"]
         if self.executor != "local":
             words += ["--executor", self.executor]
-            if self.scheduler is not None:
+            if self.scheduler:
                 words += ["--scheduler", self.scheduler]
-        return shlex.join([*words, "--db", db])
+        return shlex.join([*words, "--db", db, "--resume"])
 
 
 @dataclass(slots=True)
@@ -175,6 +180,8 @@ class SweepReport:
     plan: SweepPlan
     remembered: tuple[int, ...] = ()
     planned: int = 0
+    resumed: int = 0  # runs counted from the store (--resume), not run again
+    resumed_ops: int = 0  # their steps
     runs: int = 0
     ops: int = 0
     seconds: float = 0.0
@@ -245,6 +252,7 @@ class SweepReport:
                 "remembered": list(self.remembered),
                 "planned": self.planned,
                 "run": self.runs,
+                "resumed": self.resumed,
                 "stopped_by_time_budget": self.stopped_by_budget,
             },
             "operations": self.ops,
@@ -274,8 +282,9 @@ class SweepReport:
             ],
             "throughput": {
                 "seconds": round(self.seconds, 3),
-                "seeds_per_second": round(self.runs / seconds, 1),
-                "ops_per_second": round(self.ops / seconds, 1),
+                # Of the seeds this sweep ran (not those --resume counted from the store).
+                "seeds_per_second": round((self.runs - self.resumed) / seconds, 1),
+                "ops_per_second": round((self.ops - self.resumed_ops) / seconds, 1),
                 "run_cpu_seconds": round(self.run_cpu, 3),
                 "jobs": self.slots or plan.jobs,
                 "executor": plan.executor,
@@ -283,6 +292,9 @@ class SweepReport:
             "workers": [
                 {"host": host, "pid": pid, "batches": batches, "seeds": seeds}
                 for (host, pid), (batches, seeds) in sorted(self.workers.items())
+            ],
+            "runs": [
+                {"seed": seed, "trace_hash": digest} for seed, digest in sorted(self.hashes.items())
             ],
             "exit_code": self.exit_code,
         }
@@ -309,17 +321,21 @@ def sweep(
     :class:`~inboxsim.reports.store.Store`, or None to keep nothing)."""
     remembered: list[int] = []
     first_run_id = sweep_id = 0
+    options = plan.options.to_dict()
     if store is not None:
-        remembered = store.failing_seeds(plan.policy_spec, plan.options.to_dict())
+        remembered = store.failing_seeds(plan.policy_spec, options)
         first_run_id, sweep_id = store.next_ids()
-    seeds = seed_order(plan, remembered)
+    planned = seed_order(plan, remembered)
     report = SweepReport(
         plan,
         remembered=tuple(remembered),
-        planned=len(seeds),
+        planned=len(planned),
         features=features(plan.policy),
         slots=plan.jobs,
     )
+    seeds = planned
+    if store is not None and plan.resume:
+        seeds = _resume(plan, store, planned, report)
 
     def tasks(slots: int) -> list[BatchTask]:
         size = plan.batch(len(seeds), slots)
@@ -347,7 +363,7 @@ def sweep(
         with deferred():  # an interrupt waits until the batch is stored and counted
             written.add(outcome.first_run_id)
             if store is not None and outcome.tables is not None:
-                store.write(outcome.tables)
+                store.write(outcome.tables, _remember(plan, report, outcome.summaries))
             report.add_batch(outcome)
         report.seconds = time.perf_counter() - started
         progress(report)
@@ -368,31 +384,68 @@ def sweep(
                 report.slots = slots
                 _run_pool(pool, slots, tasks(slots), absorb, over_budget, report)
         report.seconds = time.perf_counter() - started
-        if store is not None:
-            store.update_failing(
-                plan.policy_spec,
-                plan.options.to_dict(),
-                sorted(report.failing),
-                report.passed_remembered,
-            )
     except Interrupted as stop:
-        stop.kept = interrupted_line(plan, report, store.path if store is not None else None)
+        if store is not None:
+            stop.kept = resume_line(plan, store.path, store)
         raise
     return report
 
 
-def interrupted_line(plan: SweepPlan, report: SweepReport, db: str | None) -> str:
-    """What an interrupted sweep kept in the store ``db``, and how to go on
-    (:mod:`.interrupt`)."""
-    where = f" in {db}" if db is not None else ""
-    text = (
-        f"kept {report.runs:,} of {report.planned:,} runs{where} (whole batches only; "
-        f"{len(report.failing):,} failing)"
+def _remember(plan: SweepPlan, report: SweepReport, runs: Sequence[RunSummary]) -> Any:
+    """A batch's update of the remembered failing seeds, written with it."""
+    from ..reports.store import Remember
+
+    return Remember(
+        plan.policy_spec,
+        plan.options.to_dict(),
+        tuple(r.seed for r in runs if r.violations),
+        tuple(r.seed for r in runs if not r.violations and r.seed in report.remembered),
     )
-    if db is None:
-        return text
-    command = plan.go_on_command(set(report.hashes), db)
-    return text + (f"; go on with: {command}" if command else "; every seed of the range ran")
+
+
+def _resume(plan: SweepPlan, store: Any, planned: list[int], report: SweepReport) -> list[int]:
+    """Count the planned seeds the store already holds (same policy, options
+    and version: the same runs) into ``report``; the seeds left to run."""
+    held = store.seeded_runs(plan.policy, plan.options.to_dict())
+    resumed = [
+        RunSummary(r.seed, r.verdict, r.liveness, r.ops, r.trace_hash, r.violations, r.probes)
+        for seed in planned
+        if (r := held.get(seed)) is not None
+    ]
+    for summary in resumed:
+        report.add(summary)
+    report.resumed = len(resumed)
+    report.resumed_ops = sum(r.ops for r in resumed)
+    if resumed:  # the remembered list agrees with what is stored, as after those batches
+        store.update_failing(*_remember(plan, report, resumed))
+    return [seed for seed in planned if seed not in held]
+
+
+def resume_line(plan: SweepPlan, db: str, store: Any | None = None) -> str:
+    """What an interrupted sweep kept and how to go on, for the line it
+    prints after ``interrupted by SIGINT: ``: how many of the plan's seeds
+    the store at ``db`` holds (and how many of them fail), and the command
+    that goes on (``--resume``). Pass the sweep's open ``store`` while it
+    still holds the file; otherwise the file is opened read-only. Never
+    raises for a store it cannot read: it says so and still gives the command."""
+    from ..reports.store import open_store
+
+    command = plan.resume_command(db)
+    first, last = plan.seed_start, plan.seed_start + plan.seed_count - 1
+    try:
+        if store is not None:
+            held = store.seeded_runs(plan.policy, plan.options.to_dict())
+        else:
+            with open_store(db) as opened:
+                held = opened.seeded_runs(plan.policy, plan.options.to_dict())
+    except Exception as exc:  # noqa: BLE001 - the line must be printed whatever the store says
+        return f"the store {db} could not be read ({exc}); go on with: {command}"
+    kept = [r for seed, r in held.items() if first <= seed <= last]
+    failing = sum(1 for r in kept if r.violations)
+    return (
+        f"kept {len(kept):,} of the {plan.seed_count:,} seeds {first}..{last} in {db} "
+        f"({failing:,} failing); go on with: {command}"
+    )
 
 
 def _run_pool(
@@ -451,7 +504,7 @@ __all__ = [
     "SweepReport",
     "sweep",
     "run_batch",
+    "resume_line",
     "default_jobs",
-    "interrupted_line",
     "NAMES",
 ]

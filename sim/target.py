@@ -1,5 +1,5 @@
 """Targets: what the simulator drives. The reference model in process now; an
-adapter process behind the same interface later (``adapter-protocol.md``).
+adapter process behind the same interface later (``docs/protocol.md``).
 
 A target takes one request at a time (optionally asked to crash at a
 failpoint) and returns the reply and what changed, as an

@@ -1,5 +1,5 @@
 """The trace: the one record that the simulator writes, the checkers judge,
-the store keeps and the reports draw (``harness-contract.md``, "The trace and
+the store keeps and the reports draw (``docs/cli.md``, "The trace and
 its hash").
 
 A trace is a header and an ordered list of steps. A step is one request sent

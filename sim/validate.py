@@ -1,7 +1,7 @@
 """``inboxsim validate``: judge a durable event log written outside the harness.
 
-The input is a JSON-lines file of protocol events (``adapter-protocol.md``,
-"An event is ..."), one session's durable log as an implementation wrote it,
+The input is a JSON-lines file of protocol events (``docs/protocol.md``,
+"Receipts, messages and events"), one session's durable log as an implementation wrote it,
 or several sessions' logs interleaved: each line is
 ``{"seq", "type", "time", "input"?, "data", "session"?}`` (``session``
 defaults to ``"session"``). Blank lines and lines starting with ``#`` are
@@ -310,8 +310,13 @@ def validate_events(
 
 
 def validate_file(path: str | Path, policy: str = "g4") -> ValidateResult:
+    """Judge the log at ``path``; a log with no event is a :class:`HarnessError`
+    (nothing was judged, which is no pass)."""
     the_policy = load_policy(policy)
-    return validate_events(read_events(path), the_policy, str(path))
+    events = read_events(path)
+    if not events:
+        raise HarnessError(f"{path} holds no event (nothing to judge): give a log with events")
+    return validate_events(events, the_policy, str(path))
 
 
 __all__ = [

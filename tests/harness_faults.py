@@ -424,9 +424,9 @@ def run_trial(trial: Trial, workdir: Path) -> Outcome:
         outcome.leaked = sorted(os.listdir(tmp))
         outcome.runs, outcome.inconsistencies = store_problems(db, trial.kind)
         if outcome.exit_code in (130, 143) and trial.kind.startswith("sweep"):
-            # "kept N of M runs" (or, with --resume, "N of seeds A..B are stored")
-            kept = re.search(r"kept ([\d,]+) of|: ([\d,]+) of seeds", outcome.line)
-            said = (kept[1] or kept[2]).replace(",", "") if kept else "nothing"
+            # "kept N of the M seeds A..B in DB (F failing); go on with: ..."
+            kept = re.search(r"kept ([\d,]+) of", outcome.line)
+            said = kept[1].replace(",", "") if kept else "nothing"
             if said != str(outcome.runs):
                 outcome.said.append(f"the line says {said} runs kept, the store has {outcome.runs}")
         # The next run: it removes what a killed run left, and re-judges the store.

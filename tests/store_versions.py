@@ -106,3 +106,21 @@ def v1_copy(path: str, v1: str) -> None:
         con.execute(f"INSERT INTO old.runs SELECT {cols} FROM runs")
         for t in ("steps", "violations", "probes"):
             con.execute(f"INSERT INTO old.{t} SELECT * FROM {t}")
+
+
+def v3_copy(path: str, v3: str) -> None:
+    """Copy a current store as a v3 inboxsim wrote it: no ``meta.row_counts``,
+    no ``distinct_runs`` view, and views that count every row of ``runs``."""
+    import shutil
+
+    from inboxsim.reports.views import VIEWS
+
+    shutil.copy(path, v3)
+    with duckdb.connect(v3) as con:
+        con.execute("DELETE FROM meta WHERE key = 'row_counts'")
+        con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        for name, body in VIEWS.items():
+            if name != "distinct_runs":
+                v3_body = body.replace("distinct_runs", "runs")
+                con.execute(f"CREATE OR REPLACE VIEW {name} AS {v3_body}")
+        con.execute("DROP VIEW distinct_runs")

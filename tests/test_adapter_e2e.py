@@ -4,7 +4,7 @@ The same scripted requests (retries, a conflict, failpoint crashes, a kill and
 restart, forks, reverts, stale answers) go to ``ModelTarget`` and, through
 ``AdapterTarget``, to ``python -m inboxsim.sim.model_adapter``; replies and
 observations must be equal step for step once the IDs the implementation
-generated are mapped by order of appearance (``harness-contract.md``,
+generated are mapped by order of appearance (``docs/cli.md``,
 lockstep). Both sides are the model, so anything else is a harness bug: in
 the protocol code, the observation diffing, or the adapter's journal.
 """

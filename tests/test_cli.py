@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import typer
@@ -76,6 +77,10 @@ def test_failures_are_one_line_with_their_exit_code(
     err = capsys.readouterr().err
     assert err.startswith(reason) and err.count("\n") == (1 if reason else 0)
     assert "Traceback" not in err
+    if command == "bug":  # the traceback is in the file the line names
+        log = Path(err.rsplit("traceback in ", 1)[1].rstrip(")\n"))
+        assert 'raise RuntimeError("oops")' in log.read_text()
+        log.unlink()
 
 
 @pytest.mark.usefixtures("failing_app")

@@ -82,6 +82,37 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "error" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        # A run that tests nothing is no pass (was PASSED, exit 0, no adapter started).
+        (["--target", "sqlite", "--no-library", "--seeds", "0"], "nothing to test: --no-library"),
+        # A program that cannot start is the harness's usage problem, said once
+        # (was 36 "protocol errors", exit 1).
+        (
+            ["--adapter", "/nonexistent/bin/adapter", "--seeds", "1"],
+            "the adapter command cannot be started: /nonexistent/bin/adapter: no such file",
+        ),
+        (["--adapter", "no-such-adapter-xyz --flag"], "no-such-adapter-xyz: not found on PATH"),
+        (["--adapter", "{tmp}/plain.txt"], "plain.txt: is not executable"),
+    ],
+)
+def test_nothing_tested_and_unstartable_adapters_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], needle: str
+) -> None:
+    (tmp_path / "plain.txt").write_text("not a program")
+    args = [a.format(tmp=tmp_path) for a in args]
+    db = tmp_path / "c.duckdb"
+    assert main(["conformance", *args, "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err, err
+    assert not db.exists()  # refused before anything was written
+    if args[0] == "--adapter":  # run --adapter refuses it the same way
+        assert main(["run", "--library", "--adapter", args[1]]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and needle in err, err
+
+
 def test_target_commands() -> None:
     argv, policy, timeout, _ = target_command(None, "opencode", None, 5)
     assert policy == "g2" and timeout >= 60
@@ -239,6 +270,30 @@ def test_plugin_from_an_installed_copy_shows_the_minimal_repro(
     written = repros / "scenario-metadata-retry-identity.toml"
     assert f"minimal repro scenario {written}:" in done.stdout, done.stdout
     assert "[[step]]" in done.stdout and written.exists()
+
+
+def test_init_adapter_from_an_installed_copy(
+    installed: tuple[Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """The examples and the protocol guide are package data of the wheel (what
+    ``init-adapter`` copies; called without the CLI, whose typer this venv lacks)."""
+    python, package, env = installed
+    for lang, name in (("python", "adapter.py"), ("node", "adapter.js")):
+        write = f"import inboxsim.examples as e; e.write_skeleton({lang!r}, {lang!r}, '0')"
+        done = subprocess.run(
+            [str(python), "-c", write],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        source = package / "examples" / ("python_inbox.py" if lang == "python" else "node_inbox.js")
+        assert (tmp_path / lang / name).read_text() == source.read_text()
+        assert (tmp_path / lang / "protocol.md").read_text() == (
+            package / "docs" / "protocol.md"
+        ).read_text()
 
 
 def test_plugin_skips_without_adapter(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from inboxsim import cli
-from inboxsim.model import PRESETS, Interrupt, Policy, Prompt, State
+from inboxsim.model import PRESETS, Answer, Compact, Interrupt, Policy, Prompt, State
 from inboxsim.sim import explore as ex
 from inboxsim.sim.trace import Step
 
@@ -324,6 +324,47 @@ def test_invariant_filter_skips_other_violations() -> None:
     target = ex.explore(PRESETS["g5"], monitor, sessions=1, depth=3, invariant="retry-same-receipt")
     assert [v.invariant for v in target.violations] == ["retry-same-receipt"]
     assert target.depth_reached >= first.depth_reached
+
+
+@pytest.mark.parametrize(
+    ("sessions", "alphabet"),
+    [(1, "full"), (2, "compact_pool,answer_stop,reuse_ended")],
+)
+def test_the_alphabet_reuses_ended_ids(
+    monkeypatch: pytest.MonkeyPatch, sessions: int, alphabet: str
+) -> None:
+    # A barrier under a pool ID, consumed, then its ID reused: as a prompt in
+    # its session, or as another session's barrier. A model that frees an ID
+    # when its lifecycle ends (the old rule) is caught at depth 3.
+    from .test_invariants_mutants import ids_freed_for_everyone
+
+    monitor, _ = _registry()
+    ids_freed_for_everyone(monkeypatch)
+    result = ex.explore(PRESETS["g4"], monitor, sessions, 3, alphabet=ex.parse_alphabet(alphabet))
+    assert result.violations and result.violations[0].invariant in (
+        "id-namespace",
+        "admission-fresh-id",
+    )
+    ops = _ops(result)
+    assert result.depth_reached == 3 and ops[0].startswith("compact(") and "reuse(" in ops[-1]
+
+
+def test_reuse_ended_sends_each_ended_id_everywhere_as_every_kind() -> None:
+    names = ex.session_names(2)
+    state, _, hello = ex._prefix(PRESETS["g4"], names, ex.DEFAULT_STEP_LIMIT)
+    enabled = ex.enabled_families(ex.FULL, hello["features"])
+    labels = [a.label for a in ex.requests(state, names, 1, enabled)]
+    assert "compact(s1,s1.i1)" in labels and not [x for x in labels if x.startswith("reuse(")]
+    state = ex.take(state, ex.Action("c", Compact(1, session="s1", input="s1.i1")), 1, 2, 0).state
+    (call,) = state.open_calls()
+    state = ex.take(state, ex.Action("a", Answer(2, call=call.call, finish="stop")), 2, 2, 0).state
+    assert ex.ended_ids(state) == ["s1.i1"]
+    reuses = [x for x in (a.label for a in ex.requests(state, names, 3, enabled)) if "reuse" in x]
+    assert reuses == [
+        f"reuse({s},s1.i1,{kind})" for s in names for kind in ("prompt", "synthetic", "compact")
+    ]
+    # s1's next fresh pool ID is s1.i2: an ended ID is not fresh
+    assert "compact(s1,s1.i2)" in [a.label for a in ex.requests(state, names, 3, enabled)]
 
 
 def test_g4_holds_at_the_default_bound() -> None:

@@ -340,6 +340,41 @@ def test_an_adapter_s_helpers_die_with_it_when_it_is_closed(tag: str, tmp_path: 
     assert wait_gone(helper, PATIENCE)
 
 
+def test_an_internal_error_names_a_traceback_file_that_outlives_the_run() -> None:
+    """The run's own folder is ``$TMPDIR`` while it runs and is removed when
+    it ends: the traceback file the one line names is written outside it."""
+    with tempfile.TemporaryDirectory(prefix="ibx", dir="/tmp") as short:  # see ROOT_MAX
+        _internal_error_in(Path(short))
+
+
+def _internal_error_in(tmp_path: Path) -> None:
+    script = (
+        "import sys, typer\n"
+        "from inboxsim import cli\n"
+        "app = typer.Typer()\n"
+        "@app.command()\n"
+        "def bug() -> None:\n"
+        "    raise RuntimeError('oops')\n"
+        "@app.command()\n"
+        "def other() -> None:\n"
+        "    pass\n"
+        "cli.app = app\n"
+        "sys.argv = ['inboxsim', 'bug']\n"
+        "sys.exit(cli.main())\n"
+    )
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    env.pop("INBOXSIM_TRACEBACK", None)
+    run = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=PATIENCE
+    )
+    assert run.returncode == 2
+    assert run.stderr.startswith("inboxsim: error: internal error: RuntimeError: oops")
+    log = Path(run.stderr.rsplit("traceback in ", 1)[1].rstrip(")\n"))
+    assert log.parent == tmp_path
+    assert "RuntimeError: oops" in log.read_text()
+    assert os.listdir(tmp_path) == [log.name]
+
+
 def test_ctrl_z_stops_the_harness_too_and_fg_continues_it(tmp_path: Path, tag: str) -> None:
     (tmp_path / "tmp").mkdir()
     run = cli("sweep", "--seeds", "100000", "--ops", "20", "--jobs", "1",
@@ -422,17 +457,29 @@ def test_an_adapter_that_started_once_resets_the_count() -> None:
 # --- what an interrupted sweep says ---------------------------------------------------------
 
 
-def test_the_way_on_starts_at_the_first_seed_that_did_not_run() -> None:
-    plan = SweepPlan("my policy.toml", PRESETS["g4"], RunOptions(ops=30), 10, 10, 2)
-    assert plan.go_on_command({10, 11, 12, 14}, "x.duckdb") == (
-        "inboxsim sweep --seeds 7 --seed-start 13 --policy 'my policy.toml' --ops 30 --db x.duckdb"
-    )
-    assert plan.go_on_command(set(range(10, 20)), "x.duckdb") is None
-    dask = SweepPlan("g5", PRESETS["g5"], RunOptions(ops=5, only_expected=True), 0, 3, 2,
-                     executor="dask", scheduler="tcp://h:8786")  # fmt: skip
-    assert dask.go_on_command(set(), "a b.duckdb") == (
-        "inboxsim sweep --seeds 3 --seed-start 0 --policy g5 --ops 5 --only-expected "
-        "--executor dask --scheduler tcp://h:8786 --db 'a b.duckdb'"
+def test_an_interrupted_sweep_says_what_its_store_holds_and_the_resume_command(
+    tmp_path: Path,
+) -> None:
+    """SIGINT between two batches (raised where the progress is shown): the
+    line is the store's account (``resume_line``), the batches stored stay."""
+    from inboxsim.reports.store import Store
+    from inboxsim.sim.sweep import resume_line, sweep
+
+    db = str(tmp_path / "x.duckdb")
+    plan = SweepPlan("g5", PRESETS["g5"], RunOptions(ops=30), 0, 60, 1, None, 10)
+    shown: list[int] = []
+
+    def progress(report: object) -> None:
+        shown.append(1)
+        if len(shown) == 2:
+            raise interrupt.Interrupted(signal.SIGINT)
+
+    with Store(db) as store, pytest.raises(interrupt.Interrupted) as caught:
+        sweep(plan, store, progress)
+    assert caught.value.kept == resume_line(plan, db)
+    assert caught.value.kept.startswith(f"kept 20 of the 60 seeds 0..59 in {db} (")
+    assert caught.value.kept.endswith(
+        f"go on with: inboxsim sweep --seeds 60 --policy g5 --ops 30 --db {db} --resume"
     )
 
 

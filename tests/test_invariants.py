@@ -15,7 +15,8 @@ from collections.abc import Callable
 import pytest
 
 from inboxsim.invariants import REGISTRY, Monitor, Violation, check_trace
-from inboxsim.model import G4
+from inboxsim.model import G4, PRESETS
+from inboxsim.model.values import Call
 from inboxsim.sim.trace import Trace
 
 from .invariant_traces import (
@@ -35,15 +36,19 @@ from .invariant_traces import (
 )
 
 Case = tuple[Trace, Trace, tuple[int, ...]]
-CASES: dict[str, tuple[Callable[[], Case], bool]] = {}
+CASES: dict[str, tuple[str, Callable[[], Case], bool]] = {}
+"""Case name -> (invariant, case, liveness). An invariant whose statement
+has several parts has a case per part, named ``invariant/part``."""
 
 
 def case(
-    invariant: str, liveness: bool = False
+    invariant: str, liveness: bool = False, part: str | None = None
 ) -> Callable[[Callable[[], Case]], Callable[[], Case]]:
     def register(fn: Callable[[], Case]) -> Callable[[], Case]:
         assert invariant in REGISTRY, invariant
-        CASES[invariant] = (fn, liveness)
+        name = invariant if part is None else f"{invariant}/{part}"
+        assert name not in CASES, name
+        CASES[name] = (invariant, fn, liveness)
         return fn
 
     return register
@@ -66,12 +71,37 @@ def _seq() -> Case:
     return good, edit(good, 2, events=evs[:2] + renumber(evs[2:], 3)), (2,)
 
 
+@case("seq-contiguous", part="fork-gap")
+def _seq_fork_gap() -> Case:
+    o = Ops()
+    good = play(
+        o.create(), o.prompt(x="m1"), "answer:stop", o.fork("s1", "f1"), o.prompt("f1", "n1")
+    )  # 4: forked at seq 0 with parent_seq 5; 5: n1 admitted at seq 6
+    evs = events(good, 5)
+    return good, edit(good, 5, events=renumber(evs, 7)), (4, 5)
+
+
 @case("replay-matches-views")
 def _replay() -> Case:
     o = Ops()
     good = play(o.create(), o.prompt(x="m1", resume=False))  # 2: pending [m1]
     ghost = view(good, 2, "pending") + (pv("ghost", seq=0, time=2),)
     return good, edit(good, 2, pending={"s1": ghost}), (2,)
+
+
+@case("replay-starts-nothing")
+def _restart() -> Case:
+    o = Ops()
+    good = play(o.create(), o.prompt(x="m1", resume=False), "kill")  # 3: kill; 4: restart
+    woken = Call("call-9", "s1", "step", 1, False, (), 9)
+    return good, edit(good, 3, calls=[woken]), (3,)
+
+
+@case("replay-starts-nothing", part="hello")
+def _restart_hello() -> Case:
+    o = Ops()
+    good = play(o.create(), o.prompt(x="m1", resume=False), "kill")  # 4: restart hello
+    return good, edit(good, 4, events=[ev("s1", 1, "execution_started", 5)]), (4,)
 
 
 @case("durability")
@@ -451,6 +481,49 @@ def _follow_up() -> Case:
     return good, planted, (3, 4)
 
 
+@case("wake-follow-up", part="drain-goes-on")
+def _follow_up_goes_on() -> Case:
+    o = Ops()
+    good = play(o.create(), o.prompt(x="m1"), o.prompt(x="m2", delivery="queue"), "answer:stop")
+    # 3: m2 queued, rings the doorbell; 4: step_ended 5, promoted m2 6, step_started 7
+    settled = [events(good, 4)[0], ev("s1", 6, "execution_succeeded", 4)]
+    planted = edit(
+        good, 4, events=settled, pending={"s1": view(good, 3, "pending")}, transcript={}, calls=[]
+    )
+    return good, planted, (3, 4)
+
+
+@case("wake-follow-up", part="no-extra-drain")
+def _follow_up_lazy() -> Case:
+    o = Ops()
+    good = play(o.create(), o.prompt(x="m1"), "answer:stop")  # 3: step_ended 4, succeeded 5
+    extra = [events(good, 3)[0], ev("s1", 5, "step_started", 3, final=False, step=2)]
+    opened = Call("call-2", "s1", "step", 2, False, ("m1",), 2)
+    return good, edit(good, 3, events=extra, calls=[opened]), (3,)
+
+
+@case("sessions-independent")
+def _independent() -> Case:
+    o = Ops()
+    good = play(
+        o.create("s1"),
+        o.create("s2"),
+        o.prompt("s2", "m2", resume=False),
+        o.prompt("s1", "m1"),
+    )  # 3: m2 pending in s2; 4: m1 wakes s1 only
+    planted = events(good, 4) + [ev("s2", 1, "execution_started", 4)]
+    return good, edit(good, 4, events=planted), (4,)
+
+
+@case("work-needs-a-wake")
+def _needs_wake() -> Case:
+    o = Ops()
+    good = play(o.create(), o.prompt(x="m1"), o.prompt(x="m2"), o.interrupt(), o.stage("s1", "m1"))
+    # 3: m2 rings the doorbell; 4: interrupt (seqs 5, 6), m2 stays pending; 5: revert_staged 7
+    planted = events(good, 5) + [ev("s1", 8, "execution_started", 5)]
+    return good, edit(good, 5, events=planted), (5,)
+
+
 @case("compaction-error-continues")
 def _compaction_error() -> Case:
     o = Ops()
@@ -474,6 +547,17 @@ def _interrupt() -> Case:
     good = play(o.create(), o.prompt(x="m1"), o.prompt(x="m2", delivery="queue"), o.interrupt())
     # 3: m2 pending; 4: interrupt
     return good, edit(good, 4, pending={"s1": ()}), (4,)
+
+
+@case("interrupt-keeps-input", part="barrier")
+def _interrupt_barrier() -> Case:
+    o = Ops()
+    good = play(o.create(), o.prompt(x="m1"), o.compact(x="c1"), o.interrupt())
+    # 3: barrier c1 waits behind the running step; 4: interrupt (seqs 5, 6), c1 stays
+    evs = events(good, 4)
+    cancelled = evs[:1] + [ev("s1", 6, "compaction_failed", 4, "c1", reason="manual")]
+    planted = edit(good, 4, events=cancelled + renumber(evs[1:], 7), pending={"s1": ()})
+    return good, planted, (3, 4)
 
 
 @case("idle-interrupt-noop")
@@ -566,12 +650,13 @@ def _live_barriers() -> Case:
 
 
 def test_every_invariant_has_a_case() -> None:
-    assert sorted(CASES) == sorted(REGISTRY)
+    assert sorted({invariant for invariant, _, _ in CASES.values()}) == sorted(REGISTRY)
+    assert set(REGISTRY) <= set(CASES)  # each one's first case is named by the id alone
 
 
-@pytest.mark.parametrize("invariant", sorted(REGISTRY))
-def test_quiet_on_a_satisfying_trace(invariant: str) -> None:
-    fn, liveness = CASES[invariant]
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_quiet_on_a_satisfying_trace(name: str) -> None:
+    invariant, fn, liveness = CASES[name]
     good, _, _ = fn()
     monitor = Monitor(G4, good.header.hello)
     found = [v for step in good.steps for v in monitor.feed(step)] + monitor.finish(liveness)
@@ -579,9 +664,9 @@ def test_quiet_on_a_satisfying_trace(invariant: str) -> None:
     assert invariant in monitor.exercised
 
 
-@pytest.mark.parametrize("invariant", sorted(REGISTRY))
-def test_fires_on_a_violating_trace(invariant: str) -> None:
-    fn, liveness = CASES[invariant]
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fires_on_a_violating_trace(name: str) -> None:
+    invariant, fn, liveness = CASES[name]
     _, bad, steps = fn()
     found = judge(bad, invariant, liveness)
     assert found, f"{invariant} stayed quiet on its violating trace"
@@ -590,3 +675,44 @@ def test_fires_on_a_violating_trace(invariant: str) -> None:
     # Said in the inbox's words, not as a bare assertion.
     message = found[0].message
     assert len(message.split()) >= 8 and "assert" not in message.lower()
+
+
+# --- the revert rules under OpenCode 1.18.33's policy (g2) ---------------------------------
+
+G2 = PRESETS["g2"]
+
+
+def _quiet(trace: Trace, invariant: str) -> None:
+    monitor = Monitor(G2, trace.header.hello, invariants=[invariant])
+    assert [v for step in trace.steps for v in monitor.feed(step)] + monitor.finish(False) == []
+    assert invariant in monitor.exercised
+
+
+def test_under_g2_a_committed_revert_keeps_its_boundary() -> None:
+    o, *ops = _two_answered()
+    assert isinstance(o, Ops)
+    good = play(*ops, o.stage("s1", "m2"), o.commit(), policy=G2)  # type: ignore[arg-type]
+    assert [m.id for m in view(good, 7, "transcript")] == ["m1", "m2"]  # 7: commit keeps m2
+    _quiet(good, "revert-truncates")
+    assert check_trace(good, G4, False, invariants=["revert-truncates"])  # g4 wants m2 gone
+    # The g4 cut on a g2 run: the boundary disappeared.
+    bad = edit(good, 7, transcript={"s1": view(good, 7, "transcript")[:1]})
+    found = check_trace(bad, G2, False, invariants=["revert-truncates"])
+    assert [v.steps for v in found] == [(7,)]
+    assert "[m2], before the cut, disappeared" in found[0].message
+
+
+def test_under_g2_a_prompt_leaves_a_staged_revert_staged() -> None:
+    o, *ops = _two_answered()
+    assert isinstance(o, Ops)
+    good = play(*ops, o.stage("s1", "m2"), o.prompt(x="m3"), policy=G2)  # type: ignore[arg-type]
+    # 6: staged; 7: admitted m3 and promoted, no revert_committed
+    assert "revert_committed" not in {e.type for e in events(good, 7)}
+    _quiet(good, "prompt-commits-revert")
+    assert check_trace(good, G4, False, invariants=["prompt-commits-revert"])  # g4 wants a commit
+    evs = events(good, 7)
+    committed = ev("s1", evs[0].seq, "revert_committed", time=evs[0].time, to="m2")
+    bad = edit(good, 7, events=[committed, *renumber(evs, evs[0].seq + 1)])
+    found = check_trace(bad, G2, False, invariants=["prompt-commits-revert"])
+    assert [v.steps for v in found] == [(6, 7)]
+    assert "leaves a staged revert staged" in found[0].message

@@ -18,7 +18,18 @@ from typing import Any
 import pytest
 
 from inboxsim.invariants import REGISTRY, Monitor, Violation
-from inboxsim.model import G4, Policy, Prompt, Synthetic, inbox, runner, store
+from inboxsim.model import (
+    G4,
+    Hello,
+    Policy,
+    Prompt,
+    RevertClear,
+    RevertCommit,
+    Synthetic,
+    inbox,
+    runner,
+    store,
+)
 from inboxsim.model.state import State, Tx
 from inboxsim.model.values import Err, Message, canonical_json, parse_json
 from inboxsim.sim import target as target_mod
@@ -54,13 +65,10 @@ def one_steer_per_boundary(mp: pytest.MonkeyPatch) -> Policy:
 
 @mutant("queue-waits-for-idle", "idle-boundary")
 def queue_promotes_like_steer(mp: pytest.MonkeyPatch) -> None:
-    def _promote(tx: Tx, session: str, scope: str) -> int:
-        batch = runner._promotable(tx.log(session), tx)
-        for row in batch:
-            tx.append(session, "promoted", row.input)
-        return len(batch)
+    def _batch(tx: Tx, session: str, scope: str) -> list[Any]:
+        return runner._promotable(tx.log(session), tx)
 
-    mp.setattr(runner, "_promote", _promote)
+    mp.setattr(runner, "_batch", _batch)
 
 
 @mutant("background-completion")
@@ -90,7 +98,7 @@ def barrier_ignored(mp: pytest.MonkeyPatch) -> None:
 @mutant("step-allowance")
 def no_step_reset(mp: pytest.MonkeyPatch) -> None:
     original = runner._promote
-    mp.setattr(runner, "_promote", lambda tx, session, scope: (original(tx, session, scope), 0)[1])
+    mp.setattr(runner, "_promote", lambda tx, session, x: original(tx, session, x) and False)
 
 
 @mutant("promoted-once", "promotion-atomic")
@@ -124,13 +132,13 @@ def stale_promotion_after_revert(mp: pytest.MonkeyPatch) -> None:
 
     original = runner._promote
 
-    def _promote(tx: Tx, session: str, scope: str) -> int:
-        n = original(tx, session, scope)
+    def _promote(tx: Tx, session: str, input_id: str) -> bool:
+        promoted = original(tx, session, input_id)
         stale = [x for s, x in discarded if s == session and tx.log(session).message(x) is None]
-        if n and stale:
+        if promoted and stale:
             discarded.remove((session, stale[0]))
             tx.append(session, "promoted", stale[0])
-        return n
+        return promoted
 
     mp.setitem(store._PROJECTORS, "revert_committed", _revert_committed)
     mp.setitem(store._PROJECTORS, "promoted", _promoted)
@@ -209,6 +217,29 @@ def per_session_ids(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(inbox, "admit", admit)
 
 
+@mutant("id-namespace", "admission-fresh-id")
+def ids_freed_for_everyone(mp: pytest.MonkeyPatch) -> None:
+    """The old rule: an ID whose lifecycle ended is free for any session and kind."""
+
+    def forget_ended(tx: Tx, input_id: str | None) -> None:
+        owner = tx.store.owners.get(input_id or "")
+        if owner is None or owner.copied:
+            return
+        log = tx.log(owner.session)
+        if log.pending_row(input_id or "") is None and log.message(input_id or "") is None:
+            owners = {k: v for k, v in tx.store.owners.items() if k != input_id}
+            tx.store = store.Store(tx.store.sessions, owners)
+
+    for name in ("admit", "compact"):
+        original = getattr(inbox, name)
+
+        def freeing(tx: Tx, op: Any, original: Any = original) -> Any:
+            forget_ended(tx, op.input)
+            return original(tx, op)
+
+        mp.setattr(inbox, name, freeing)
+
+
 @mutant("omitted-id-new-input")
 def ids_from_content(mp: pytest.MonkeyPatch) -> None:
     original = inbox.admit
@@ -252,6 +283,7 @@ def wake_before_admission(mp: pytest.MonkeyPatch) -> None:
             inbox.revert_commit(tx, op.session)
         if op.resume is not False:
             runner.wake(tx, op.session)
+            runner.quiesce(tx)  # the woken runner wins the race with the admission
         return inbox.admit(tx, op).to_wire()
 
     mp.setitem(apply_mod._HANDLERS, Prompt, _prompt)
@@ -424,6 +456,58 @@ def doorbell_dropped_on_error(mp: pytest.MonkeyPatch) -> None:
     )
 
 
+@mutant("wake-follow-up")
+def forced_follow_up_drain(mp: pytest.MonkeyPatch) -> None:
+    def _drain_done(tx: Tx, session: str, doorbell: bool) -> None:
+        if doorbell:  # the follow-up runs like a resume: a call even with nothing to do
+            runner._start_drain(tx, session, forced=True, doorbell=False)
+        else:
+            runner._execution_event(tx, session, "execution_succeeded")
+            tx.runs.pop(session, None)
+
+    mp.setattr(runner, "_drain_done", _drain_done)
+
+
+@mutant("sessions-independent")
+def wake_drains_every_session(mp: pytest.MonkeyPatch) -> None:
+    original = runner.wake
+
+    def wake(tx: Tx, session: str) -> None:
+        original(tx, session)
+        for other in sorted(tx.store.sessions):
+            if other != session:
+                original(tx, other)  # idle ones with pending input start too
+
+    mp.setattr(runner, "wake", wake)
+
+
+@mutant("work-needs-a-wake")
+def revert_wakes(mp: pytest.MonkeyPatch) -> None:
+    for op in (RevertClear, RevertCommit):
+        original = apply_mod._HANDLERS[op]
+
+        def handler(tx: Tx, op: Any, original: Any = original) -> dict[str, Any]:
+            result: dict[str, Any] = original(tx, op)
+            runner.wake(tx, op.session)
+            return result
+
+        mp.setitem(apply_mod._HANDLERS, op, handler)
+
+
+@mutant("replay-starts-nothing")
+def restart_resumes_pending(mp: pytest.MonkeyPatch) -> None:
+    original = apply_mod._HANDLERS[Hello]
+
+    def _hello(tx: Tx, op: Hello) -> dict[str, Any]:
+        result: dict[str, Any] = original(tx, op)
+        for session, log in sorted(tx.store.sessions.items()):
+            if log.pending and session not in tx.runs:
+                runner.resume(tx, session)
+        return result
+
+    mp.setitem(apply_mod._HANDLERS, Hello, _hello)
+
+
 @mutant("compaction-error-continues")
 def compaction_error_ends_drain(mp: pytest.MonkeyPatch) -> None:
     original = runner.answer
@@ -449,6 +533,20 @@ def interrupt_clears_pending(mp: pytest.MonkeyPatch) -> None:
             log = tx.log(session)
             kept = tuple(r for r in log.pending if r.type == "compaction")
             tx.store = tx.store.with_session(dataclasses.replace(log, pending=kept))
+        return done
+
+    mp.setattr(runner, "interrupt", interrupt)
+
+
+@mutant("interrupt-keeps-input")
+def interrupt_cancels_the_waiting_barrier(mp: pytest.MonkeyPatch) -> None:
+    original = runner.interrupt
+
+    def interrupt(tx: Tx, session: str) -> bool:
+        run = tx.runs.get(session)
+        done = original(tx, session)
+        if run is not None and run.call.kind == "step" and tx.log(session).barrier() is not None:
+            runner._settle_compaction(tx, session, failed=True, error="Compaction cancelled")
         return done
 
     mp.setattr(runner, "interrupt", interrupt)
@@ -515,13 +613,12 @@ def prompt_ignores_staged_revert(mp: pytest.MonkeyPatch) -> None:
 
 @mutant("live-all-promoted", "live-no-stranded-input")
 def queued_input_never_promotes(mp: pytest.MonkeyPatch) -> None:
-    original = runner._promote
+    original = runner._batch
 
-    def _promote(tx: Tx, session: str, scope: str) -> int:
-        steers = [r for r in runner._promotable(tx.log(session), tx) if r.delivery == "steer"]
-        return original(tx, session, scope) if steers else 0
+    def _batch(tx: Tx, session: str, scope: str) -> list[Any]:
+        return [r for r in original(tx, session, scope) if r.delivery == "steer"]
 
-    mp.setattr(runner, "_promote", _promote)
+    mp.setattr(runner, "_batch", _batch)
 
 
 @mutant("live-barriers-consumed")

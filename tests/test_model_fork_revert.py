@@ -180,14 +180,14 @@ def test_commit_truncates_transcript_and_pending_at_the_boundary_seq() -> None:
     assert w.log("s1").revert is None
 
 
-def test_a_committed_revert_frees_the_truncated_ids() -> None:
+def test_a_committed_revert_ends_the_truncated_lifecycles_not_their_ownership() -> None:
     w = world_with_history("m1", "m2")
     w.revert_stage("s1", "m1")
     w.revert_commit("s1")
     assert w.transcript("s1") == []
-    w.prompt("s1", "m1", text="new text", resume=False)
-    w.synthetic("s1", "m2", resume=False)
-    assert w.pending("s1") == ["m1", "m2"]
+    w.prompt("s1", "m1", text="new text", resume=False)  # same session and kind: a new input
+    w.rejects("synthetic_conflict", "synthetic", session="s1", input="m2", text="y")
+    assert w.pending("s1") == ["m1"]
 
 
 def test_a_prompt_under_a_staged_revert_commits_it_first() -> None:

@@ -13,7 +13,8 @@ step that:
   events each request reported);
 - an exact retry of a live input appends no admission and, under the strict
   policies, returns the original receipt;
-- the live-ID index, event seqs and open calls stay consistent.
+- the ID index (every ID ever admitted or copied, with its first owner, for
+  good), event seqs and open calls stay consistent.
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ class Tracker:
     """An independent fold of the events each request reported."""
 
     live: dict[str, dict[str, Lifecycle]] = field(default_factory=dict)
+    revert_keeps_boundary: bool = False  # g2: a commit cuts after its boundary
 
     def observe(self, events: tuple[Event, ...]) -> None:
         for event in events:
@@ -132,6 +134,7 @@ class Tracker:
                 rows[copy["id"]] = Lifecycle(copy["type"], copy["seq"], copy["seq"])
         elif event.type == "revert_committed":
             cut = self._boundary_seq(event.session, _data(event)["to"])
+            cut += 1 if self.revert_keeps_boundary else 0
             for input_id, row in list(rows.items()):
                 seq = row.admitted_seq if row.visible_seq is None else row.visible_seq
                 if row.type != "compaction" and seq >= cut:
@@ -175,6 +178,7 @@ class Driver:
     @classmethod
     def start(cls, policy: Policy, step_limit: int) -> Driver:
         driver = cls(initial_state(policy, step_limit))
+        driver.tracker.revert_keeps_boundary = policy.revert_boundary == "kept"
         for session in ("s1", "s2"):
             driver.send("create", None, {"session": session})
         return driver
@@ -324,11 +328,12 @@ class Driver:
         message = log.message(receipt.input)
         if row != receipt and (message is None or message.receipt != receipt):
             return None
-        if name == "prompt" and log.revert is not None:
+        policy = self.state.policy
+        if name == "prompt" and log.revert is not None and policy.staged_revert_prompt == "commits":
             boundary = log.message(log.revert)
             assert boundary is not None
             seq = message.seq if message is not None else receipt.admitted_seq
-            if seq >= boundary.seq:
+            if seq >= boundary.seq + (1 if self.tracker.revert_keeps_boundary else 0):
                 return None
         return receipt
 
@@ -380,12 +385,21 @@ def check_seqs(events: tuple[Event, ...]) -> None:
 
 
 def derived_owners(state: State) -> dict[str, Owner]:
+    """Every ID an event ever admitted or copied, with the session and kind
+    of its first admission or copy (an ID belongs to them for good)."""
     owners: dict[str, Owner] = {}
     for session, log in state.store.sessions.items():
-        for row in log.pending:
-            owners[row.input] = Owner(session, row.type)
-        for message in log.transcript:
-            owners[message.id] = Owner(session, message.type, copied=message.receipt is None)
+        for event in log.events:
+            if event.type == "admitted" and event.input is not None:
+                kind = json.loads(event.data)["type"]
+                assert owners.setdefault(event.input, Owner(session, kind)) == Owner(session, kind)
+            elif event.type == "compaction_admitted" and event.input is not None:
+                first = owners.setdefault(event.input, Owner(session, "compaction"))
+                assert first == Owner(session, "compaction")
+            elif event.type == "forked":
+                for copy in json.loads(event.data)["messages"]:
+                    assert copy["id"] not in owners, f"copy {copy['id']} reuses an ID"
+                    owners[copy["id"]] = Owner(session, copy["type"], copied=True)
     return owners
 
 

@@ -47,7 +47,7 @@ def test_only_inboxsim_lands_in_site_packages() -> None:
 
 
 def test_subpackages_and_data_are_inside_inboxsim() -> None:
-    for name in ("model", "sim", "invariants", "scenarios", "reports", "tests"):
+    for name in ("model", "sim", "invariants", "scenarios", "reports", "tests", "search"):
         assert import_module(f"inboxsim.{name}").__name__ == f"inboxsim.{name}"
     assert resources.files("inboxsim").joinpath("py.typed").is_file()
 

@@ -32,14 +32,27 @@ def _one_line_error(capsys: pytest.CaptureFixture[str], args: list[str], needle:
     ("args", "needle"),
     [
         (["sweep", "--policy", "nope"], "unknown policy 'nope'"),
-        (["sweep", "--seeds", "-1"], "--seeds must be a non-negative integer"),
-        (["sweep", "--ops", "-5"], "--ops must be a non-negative integer"),
-        (["sweep", "--jobs", "0"], "--jobs must be at least 1"),
-        (["sweep", "--time-budget", "0"], "--time-budget must be a positive"),
+        (["sweep", "--seeds", "-1"], "'--seeds': Input should be greater than or equal to 1"),
+        # A sweep of nothing tests nothing (was exit 1: "required probes never hit").
+        (["sweep", "--seeds", "0"], "'--seeds': Input should be greater than or equal to 1"),
+        (["sweep", "--ops", "0"], "'--ops': Input should be greater than or equal to 1"),
+        (["sweep", "--ops", "-5"], "'--ops': Input should be greater than or equal to 1"),
+        (["sweep", "--jobs", "0"], "'--jobs': Input should be greater than or equal to 1"),
+        (["sweep", "--time-budget", "0"], "'--time-budget': Input should be greater than or equal"),
+        # nan fails every bound and inf the week-long maximum (was accepted).
+        (["sweep", "--time-budget", "nan"], "Invalid value for '--time-budget'"),
+        (["sweep", "--time-budget", "inf"], "'--time-budget': Input should be less than or equal"),
         (["sweep", "--target", "opencode"], "--target 'opencode' is not available"),
         (["sweep", "--seeds", "many"], "Invalid value for '--seeds'"),
         (["replay", "3", "--policy", "missing.toml"], "cannot read policy file missing.toml"),
-        (["replay", "--", "-3"], "the seed must be a non-negative integer"),
+        (["replay", "--", "-3"], "'seed': Input should be greater than or equal to 0"),
+        (["replay", "3", "--ops", "0"], "'--ops': Input should be greater than or equal to 1"),
+        (["shrink", "3", "--time-limit", "inf"], "'--time-limit': Input should be less than"),
+        (["run", "--library", "--adapter-timeout", "nan"], "Invalid value for '--adapter-timeout'"),
+        (["conformance", "--target", "sqlite", "--adapter-timeout", "inf"], "'--adapter-timeout'"),
+        (["conformance", "--target", "sqlite", "--shrink-seconds", "0"], "'--shrink-seconds'"),
+        (["mutants", "--jobs", "0"], "'--jobs': Input should be greater than or equal to 1"),
+        (["designs", "--ops", "0"], "'--ops': Input should be greater than or equal to 1"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -154,3 +167,27 @@ def test_replay_marks_the_violation(capsys: pytest.CaptureFixture[str], tmp_path
     assert cli.main(["replay", str(seed), "--policy", "g2", "--ops", "60"]) == 1
     out = capsys.readouterr().out
     assert "\n!!" in out and "VIOLATION" in out
+
+
+def test_a_sweep_run_again_does_not_count_twice_in_the_report(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Was: a re-run of seeds 0..N-1 doubled runs_exercised and halved the
+    rule-of-three bound. Every bound counts distinct runs; --resume adds
+    no row at all."""
+    db = str(tmp_path / "twice.duckdb")
+    args = ["sweep", "--seeds", "40", "--ops", "30", "--jobs", "1", "--db", db]
+    assert cli.main(args) in (0, 1)
+    assert cli.main(args) in (0, 1)
+    capsys.readouterr()
+    assert cli.main([*args, "--resume", "--json"]) in (0, 1)
+    resumed = json.loads(capsys.readouterr().out)
+    assert resumed["seeds"]["resumed"] == 40 and len(resumed["runs"]) == 40
+    assert cli.main(["report", "--db", db, "--out", str(tmp_path / "r"), "--json"]) in (0, 1)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["runs"] == 40 and doc["stored_runs"] == 80
+    held = [i for i in doc["invariants"] if i["status"] == "held"]
+    assert held and max(i["runs_exercised"] for i in held) <= 40
+    assert all(i["upper_bound_rule_of_three"] >= 3 / 40 for i in held)
+    summary = (tmp_path / "r" / "summary.md").read_text()
+    assert "40 runs (40 more stored runs repeat one of them and count once)" in summary

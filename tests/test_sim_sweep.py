@@ -12,7 +12,7 @@ from inboxsim.model import PRESETS
 from inboxsim.reports.store import SCHEMA_VERSION, Store
 from inboxsim.sim.probes import PROBES, REQUIRED
 from inboxsim.sim.run import RunOptions
-from inboxsim.sim.sweep import SweepPlan, SweepReport, sweep
+from inboxsim.sim.sweep import SweepPlan, SweepReport, resume_line, sweep
 from inboxsim.tests.sim_helpers import checkers_module
 
 
@@ -204,3 +204,103 @@ def test_a_batch_that_comes_back_twice_is_written_once(
         rows = store.con.execute("SELECT count(*), count(DISTINCT seed) FROM runs").fetchone()
     assert rows == (12, 12) and report.runs == 12
     assert sum(b for b, _ in report.workers.values()) == 3  # batches of 5, 5 and 2
+
+
+class _Interrupt:
+    """A progress callback that interrupts the sweep (as Ctrl-C would) after
+    ``batches`` batches were stored."""
+
+    def __init__(self, batches: int) -> None:
+        self.left = batches
+
+    def __call__(self, report: SweepReport) -> None:
+        self.left -= 1
+        if self.left == 0:
+            raise KeyboardInterrupt
+
+
+def _interrupted(db: Path, plan: SweepPlan, batches: int) -> None:
+    with Store(db) as store, pytest.raises(KeyboardInterrupt):
+        sweep(plan, store, _Interrupt(batches))
+
+
+def _g2(start: int, count: int, batch: int) -> SweepPlan:
+    """A g2 sweep (which fails often) in batches of ``batch`` seeds."""
+    return SweepPlan(
+        "g2", PRESETS["g2"], RunOptions(ops=60), start, count, 1, None, batch, checkers_module()
+    )
+
+
+def _resuming(plan: SweepPlan) -> SweepPlan:
+    return SweepPlan(**{**_fields(plan), "resume": True})
+
+
+def test_an_interrupted_sweep_keeps_its_remembered_failing_seeds(tmp_path: Path) -> None:
+    """Each batch writes its failing seeds with its runs (the list was
+    written at the end only, so an interrupted sweep lost it)."""
+    db = tmp_path / "g2.duckdb"
+    _interrupted(db, _g2(0, 200, 20), 3)
+    with Store(db) as store:
+        failing = store.con.execute(
+            "SELECT DISTINCT seed FROM runs WHERE verdict = 'violated' ORDER BY seed"
+        ).fetchall()
+        assert store.con.execute("SELECT count(*) FROM runs").fetchone() == (60,)
+        assert failing and store.failing_seeds("g2", {"ops": 60}) == [s for (s,) in failing]
+
+
+def test_resume_runs_only_what_is_missing_and_judges_the_whole_range(tmp_path: Path) -> None:
+    """An interrupted sweep, resumed, ends as the uninterrupted sweep does:
+    the same failing seeds, hashes, probes and verdict; each seed stored once."""
+    plan = _g2(0, 120, 20)
+    whole = sweep(plan, None)
+    db = tmp_path / "resumed.duckdb"
+    _interrupted(db, plan, 2)
+    with Store(db) as store:
+        resumed = sweep(_resuming(plan), store)
+        rows = store.con.execute("SELECT count(*), count(DISTINCT seed) FROM runs").fetchone()
+    assert rows == (120, 120)
+    assert resumed.resumed == 40 and resumed.runs == 120 and resumed.planned == 120
+    assert resumed.hashes == whole.hashes and resumed.failing == whole.failing
+    assert resumed.probe_hits == whole.probe_hits and resumed.ops == whole.ops
+    assert resumed.exit_code == whole.exit_code == 1
+    doc = resumed.document()
+    assert doc["seeds"]["resumed"] == 40
+    assert [r["seed"] for r in doc["runs"]] == list(range(120))
+    assert {r["seed"]: r["trace_hash"] for r in doc["runs"]} == whole.hashes
+    # Nothing left: a second resume runs nothing and says the same.
+    with Store(db) as store:
+        again = sweep(_resuming(plan), store)
+    assert again.resumed == 120 and again.failing == whole.failing
+    assert again.workers == {}
+
+
+def test_resume_counts_only_runs_of_the_same_policy_options_and_version(tmp_path: Path) -> None:
+    def resumed(plan: SweepPlan, store: Store) -> int:
+        return sweep(_resuming(plan), store).resumed
+
+    with Store(tmp_path / "other.duckdb") as store:
+        sweep(_plan(10, ops=20), store)
+        assert resumed(_plan(10, ops=21), store) == 0
+        assert resumed(_plan(10, "g5", ops=20), store) == 0
+        store.con.execute("UPDATE runs SET version = '0.0.1'")  # an older inboxsim's runs
+        assert resumed(_plan(10, ops=20), store) == 0
+        assert resumed(_plan(12, ops=20), store) == 10
+
+
+def test_the_interrupt_line_says_what_is_stored_and_how_to_go_on(tmp_path: Path) -> None:
+    db = tmp_path / "line.duckdb"
+    plan = _g2(100, 100, 25)
+    _interrupted(db, plan, 2)
+    with Store(db) as store:
+        failing = store.con.execute(
+            "SELECT count(*) FROM runs WHERE verdict = 'violated'"
+        ).fetchone()[0]
+        held_open = resume_line(plan, str(db), store)
+    line = resume_line(plan, str(db))  # the store closed: opened read-only
+    assert line == held_open
+    assert line == (
+        f"kept 50 of the 100 seeds 100..199 in {db} ({failing} failing); go on with: "
+        f"inboxsim sweep --seeds 100 --seed-start 100 --policy g2 --ops 60 --db {db} --resume"
+    )
+    db.write_bytes(b"not a database" * 100)
+    assert resume_line(plan, str(db)).startswith(f"the store {db} could not be read")

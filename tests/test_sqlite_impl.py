@@ -319,9 +319,12 @@ def test_fork_and_revert(proc: Proc) -> None:
     # p was admitted after m2 became visible: its admitted_seq is past the boundary
     assert proc.pending() == [("n", "steer")]
     assert proc.types()[-2:] == ["revert_committed", "admitted"]
-    # a truncated ID is free again: in its session, and (the discarded synthetic) anywhere
+    # a truncated ID is admitted again in its own session and kind only, as a new input
     proc.ok("prompt", session="s", input="m3", text="other text", resume=False)
-    assert proc.ok("prompt", session="g", input="y", text="u", resume=False)["session"] == "g"
+    assert proc.err("prompt", session="g", input="y", text="u", resume=False) == "prompt_conflict"
+    assert proc.err("prompt", session="s", input="y", text="u", resume=False) == "prompt_conflict"
+    assert proc.ok("synthetic", session="s", input="y", text="u", resume=False)["session"] == "s"
+    assert proc.types()[-1] == "admitted"
     proc.ok("revert_clear", session="s")
     proc.ok("revert_commit", session="s")
     proc.ok("revert_stage", session="s", message="m1")

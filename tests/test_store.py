@@ -1,5 +1,7 @@
 """The trace store: whole-run writes, events, views, migration from v1
-(to v3 through v2), and one-line errors for missing, corrupt, locked and newer files."""
+(to v4 through v2 and v3), the check every open makes (size, schema, row
+counts), runs counted once, and one-line errors for missing, corrupt, locked
+and newer files."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from inboxsim.reports.store import SCHEMA_VERSION, Store, open_store, write_resu
 from inboxsim.sim.run import RunOptions, run_seed
 from inboxsim.tests.harness_faults import end_of_run, harness_of
 
-from .store_versions import v1_copy
+from .store_versions import v1_copy, v3_copy
 
 OPTIONS = RunOptions(ops=30)
 
@@ -199,3 +201,80 @@ def test_killed_sweep_leaves_whole_runs(tmp_path: Path) -> None:
     with open_store(path) as s:
         n = _consistent(s.con)
     assert 0 < n < 2000
+
+
+def test_a_failed_write_raises_its_own_error_and_keeps_the_store(db: str, results: list) -> None:
+    """A batch that fails inside its transaction is rolled back and the error
+    is DuckDB's own (was a TransactionException from unregistering inside
+    the aborted transaction); the store takes the next batch."""
+    import pyarrow as pa
+
+    from inboxsim.reports.store import BatchColumns
+
+    cols = BatchColumns()
+    cols.add_run(6, 1, results[0], PRESETS["g2"])
+    tables = cols.tables()
+    # A steps table whose idx column cannot be cast: the insert fails after
+    # the runs row of the batch went in.
+    steps = tables["steps"]
+    bad = steps.set_column(1, "idx", pa.array(["x"] * steps.num_rows))
+    with Store(db) as s:
+        before = store_mod.row_counts(s.con)
+        with pytest.raises(duckdb.Error) as caught:
+            s.write({**tables, "steps": bad})
+        assert "TransactionContext" not in str(caught.value)
+        assert store_mod.row_counts(s.con) == before  # nothing of the batch is kept
+        s.write(tables)
+        assert s.next_ids() == (7, 2)
+    with open_store(db) as s:  # and the counts the next open compares agree
+        assert _consistent(s.con) == 7
+
+
+def test_every_write_records_the_row_counts_the_next_open_compares(db: str) -> None:
+    with open_store(db) as s:
+        recorded = s.con.execute("SELECT value FROM meta WHERE key = 'row_counts'").fetchone()
+        assert recorded is not None and '"runs":6' in recorded[0]
+    with duckdb.connect(db) as con:  # rows lost outside inboxsim
+        con.execute("DELETE FROM steps WHERE run_id = 2")
+    for opener in (open_store, Store):
+        with pytest.raises(HarnessError, match=r"inconsistent: table steps holds \d+ rows where"):
+            opener(db)
+
+
+def test_a_truncated_file_is_refused_by_its_size(db: str, tmp_path: Path) -> None:
+    """A copy cut anywhere past its headers opens in DuckDB; the store
+    refuses it at once, reader or writer, by the blocks its header counts."""
+    size = os.path.getsize(db)
+    cut = tmp_path / "cut.duckdb"
+    for keep in (size - 1, size // 2, 300_000):
+        cut.write_bytes(Path(db).read_bytes()[:keep])
+        for opener in (open_store, Store):
+            with pytest.raises(HarnessError, match=r"is truncated \(\d+ bytes where its header"):
+                opener(cut)
+        assert cut.stat().st_size == keep and not Path(str(cut) + ".wal").exists()
+
+
+def test_migration_from_v3_counts_each_run_once(db: str, tmp_path: Path, results: list) -> None:
+    with Store(db) as s:  # the same six seeds stored again: the same runs
+        write_results(s, results, 6, 1, PRESETS["g2"])
+    v3 = str(tmp_path / "v3.duckdb")
+    v3_copy(db, v3)
+    with duckdb.connect(v3, read_only=True) as con:
+        assert con.execute("SELECT max(runs) FROM probe_coverage").fetchone() == (12,)
+    with open_store(v3) as s:
+        assert s.schema_version() == SCHEMA_VERSION
+        q = lambda sql: s.con.execute(sql).fetchall()  # noqa: E731
+        assert q("SELECT count(*) FROM runs") == [(12,)]
+        assert q("SELECT count(*), min(run_id) FROM distinct_runs") == [(6, 6)]  # the latest
+        assert q("SELECT max(runs) FROM probe_coverage") == [(6,)]
+        assert q("SELECT max(runs_exercised) FROM invariant_exercise")[0][0] <= 6
+        assert q("SELECT value FROM meta WHERE key = 'row_counts'")
+
+
+def test_a_run_is_a_different_run_under_other_options_or_versions(db: str, results: list) -> None:
+    """The key of distinct_runs: seed, scenario, policy, options, version, target."""
+    with Store(db) as s:
+        write_results(s, results, 6, 1, PRESETS["g2"])
+        s.con.execute("UPDATE runs SET version = '0.0.0' WHERE run_id = 6")
+        s.con.execute("""UPDATE runs SET options = '{"ops":31}' WHERE run_id = 7""")
+        assert s.con.execute("SELECT count(*) FROM distinct_runs").fetchone() == (8,)

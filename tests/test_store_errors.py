@@ -90,7 +90,7 @@ def test_truncated(
     with cut.open("r+b") as f:
         f.truncate(cut.stat().st_size * 3 // 4)
     assert main(READERS[command](str(cut), tmp_path)) == 2
-    _one_line(capsys, "truncated or corrupt", "not a readable DuckDB file")
+    _one_line(capsys, "truncated", "not a readable DuckDB file")
 
 
 @pytest.fixture()

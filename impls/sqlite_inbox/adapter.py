@@ -46,6 +46,10 @@ class Adapter:
             if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
                 raise invalid("step_limit must be a positive integer")
             self.runner.step_limit = limit
+        if MUTANT == "restart-resumes-pending":  # a (re)started process picks up pending work
+            waiting = "SELECT DISTINCT session_id FROM session_pending ORDER BY 1"
+            for (sid,) in self.store.all(waiting):
+                self.runner.wake(sid)
         return {
             "protocol": 1,
             "implementation": IMPLEMENTATION,
@@ -111,7 +115,7 @@ class Adapter:
         delivery, resume = admission.delivery_of(req), admission.resume_of(req)
         sid = self.store.require(req.get("session"))["id"]
         with self.store.tx():
-            retry = ident is not None and self.store.owner(ident) == (sid, "user")
+            retry = ident is not None and self.store.live_owner(ident) == (sid, "user")
             if not (MUTANT == "retry-skips-revert-commit" and retry):
                 history.commit(self.store, sid, self.now)  # a staged revert commits with the prompt
             receipt, fresh = admission.admit_input(

@@ -4,9 +4,11 @@ Retry identity (policy g4): the complete payload with its defaults applied,
 compared as JSON values, plus delivery. Before promotion a retry is judged
 against the pending row; after promotion against the admission record kept on
 the transcript row, and it returns that original receipt field for field. IDs
-are one namespace (``Store.owner``): a live ID belongs to one session and one
-kind; fork copies are their own kind, so reusing one conflicts. All functions
-here run inside the caller's transaction.
+are one namespace (``Store.owner``): an ID belongs to one session and one kind
+for good; fork copies are their own kind, so reusing one conflicts. In its own
+session and kind, an ID that is neither pending nor visible (its lifecycle
+ended) admits a new input. All functions here run inside the caller's
+transaction.
 """
 
 from __future__ import annotations

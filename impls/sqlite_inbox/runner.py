@@ -239,7 +239,7 @@ class Runner:
                 yield from self.drain(ex, force)
                 if not ex.doorbell:
                     break
-                force = False
+                force = MUTANT == "follow-up-drain-forced"  # the follow-up runs like a resume
         except StepFailed as failed:
             self.event(ex.sid, "execution_failed", error=str(failed))
             return "failed"

@@ -2,12 +2,14 @@
 
 G4-shaped tables: ``session``, ``event`` (per-session aggregate ``seq``),
 ``session_pending`` (a row exists only while its input is pending),
-and ``session_message`` (the transcript; promoted rows keep their admission
-record so that retries after promotion return the original receipt). The one
-ID namespace is derived from the live rows: an input ID belongs to the session
-and kind of its pending row or visible message; once neither exists (a revert
-truncated it, its barrier was consumed) it is free again. Every write happens inside
-``Store.tx()``; one call of it is one durability point.
+``session_message`` (the transcript; promoted rows keep their admission
+record so that retries after promotion return the original receipt), and
+``input_id``, the one ID namespace: every input ID ever admitted or copied,
+with the session and kind it belongs to for good (a fork's copy is kind
+``copy``). A row there outlives the input's lifecycle (a revert truncated it,
+its barrier was consumed): the ID may then be admitted again only in that
+session and as that kind, and generated IDs skip it. Every write happens
+inside ``Store.tx()``; one call of it is one durability point.
 """
 
 from __future__ import annotations
@@ -57,6 +59,11 @@ CREATE INDEX IF NOT EXISTS session_pending_delivery
     ON session_pending (session_id, delivery, admitted_seq);
 CREATE UNIQUE INDEX IF NOT EXISTS session_pending_one_barrier
     ON session_pending (session_id) WHERE type = 'compaction';
+CREATE TABLE IF NOT EXISTS input_id (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES session(id),
+    type TEXT NOT NULL CHECK (type IN ('user', 'synthetic', 'compaction', 'copy'))
+);
 CREATE TABLE IF NOT EXISTS session_message (
     id TEXT PRIMARY KEY,
     session_id TEXT NOT NULL REFERENCES session(id),
@@ -159,13 +166,14 @@ class Store:
         return value
 
     def id_in_use(self, ident: str) -> bool:
-        for table in ("session", "session_pending", "session_message"):
-            if self.one(f"SELECT 1 FROM {table} WHERE id = ?", ident):
-                return True
-        return False
+        if MUTANT == "ids-freed-for-everyone":  # only live rows hold an ID
+            tables: tuple[str, ...] = ("session", "session_pending", "session_message")
+        else:
+            tables = ("session", "input_id")
+        return any(self.one(f"SELECT 1 FROM {table} WHERE id = ?", ident) for table in tables)
 
     def fresh_id(self, prefix: str) -> str:
-        """A generated ID from a persisted counter, skipping any ID already in use."""
+        """A generated ID from a persisted counter, skipping any ID ever used."""
         if MUTANT == "omitted-id-reuses-last" and prefix == "sq_in_":
             row = self.one("SELECT value FROM meta WHERE key = 'ids'")
             if row is not None:  # the counter is read, not bumped
@@ -175,8 +183,24 @@ class Store:
             if not self.id_in_use(ident):
                 return ident
 
+    def own(self, ident: str, sid: str, kind: str) -> None:
+        """Record that ``ident`` belongs to ``sid`` as ``kind`` (``copy`` for a
+        fork's copy), for good; a re-admission in its own session and kind
+        finds the row already there."""
+        self.db.execute(
+            "INSERT OR IGNORE INTO input_id (id, session_id, type) VALUES (?, ?, ?)",
+            (ident, sid, kind),
+        )
+
     def owner(self, ident: str) -> tuple[str, str] | None:
-        """(session, kind) holding a live input ID; a fork's copy is kind ``copy``."""
+        """(session, kind) an input ID belongs to, live or not; a fork's copy is kind ``copy``."""
+        if MUTANT == "ids-freed-for-everyone":
+            return self.live_owner(ident)
+        row = self.one("SELECT session_id, type FROM input_id WHERE id = ?", ident)
+        return (row[0], row[1]) if row else None
+
+    def live_owner(self, ident: str) -> tuple[str, str] | None:
+        """(session, kind) of the pending row or visible message holding ``ident`` now."""
         row = self.one("SELECT session_id, type FROM session_pending WHERE id = ?", ident)
         if row is None:
             row = self.one(
@@ -309,6 +333,7 @@ class Store:
             f"INSERT INTO session_pending ({PENDING_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (ident, sid, kind, dumps(data), delivery, seq, now),
         )
+        self.own(ident, sid, kind)
 
     def delete_pending(self, ident: str) -> None:
         self.db.execute("DELETE FROM session_pending WHERE id = ?", (ident,))
@@ -341,6 +366,8 @@ class Store:
                 row.get("admitted_time"),
             ),
         )
+        if row.get("copied_from") is not None:
+            self.own(row["id"], row["session_id"], "copy")
 
     def truncate(self, sid: str, seq: int) -> None:
         """A committed revert: transcript and user/synthetic pending rows from ``seq`` on."""
