@@ -25,6 +25,7 @@ StepEvents = Literal["at_call", "on_response"]
 PromotedEventTime = Literal["promotion", "admission"]
 RevertBoundary = Literal["removed", "kept"]
 StagedRevertPrompt = Literal["commits", "admits"]
+EndedIds = Literal["kept", "freed_by_revert"]
 
 
 class PolicyError(HarnessError, ValueError):
@@ -116,6 +117,23 @@ class Policy:
     ``docs/opencode.md``): it is admitted, retried or refused as if nothing
     were staged, and wakes as usual; the revert stays staged, and a later
     commit discards the prompt with everything else after the boundary."""
+    ended_ids: EndedIds = "kept"
+    """Whom an input ID belongs to once its lifecycle ended. ``kept`` (spec
+    invariants 2 and 38, OpenCode's own G3 test "rejects reuse of one globally
+    unique message ID across sessions", spec 6.2; adapter protocol "IDs are
+    one namespace"): to its session and kind, for good; it may be admitted
+    again only there, as a new input. ``freed_by_revert`` (G2: the released
+    OpenCode 1.18.33, seen on the real server, ``docs/opencode.md``): its
+    uniqueness check is by ``session_input`` row and a committed revert
+    deletes the rows it truncates, so q0 and p0, truncated from s1, were
+    admitted in s2 with no 409. An ID whose admission a committed revert
+    removed (pending, or promoted after the cut) is then free for any session
+    and kind. Nothing else is freed: a consumed barrier's ID stays its
+    session's (1.18.33 has no admission barrier, so there is no evidence
+    against the protocol's rule; the g2 preset's barriers are the model's),
+    and so does a fork copy's (no admission row; 1.18.33 serves no fork). A
+    live ID in another session is a conflict either way (a 409 on the real
+    server), and generated IDs still skip every ID ever used."""
 
     def __post_init__(self) -> None:
         if self.promoted_event_time == "admission" and self.visible_time != "admission":
@@ -148,13 +166,14 @@ PRESETS: dict[str, Policy] = {
         Policy(
             "g2",
             "released OpenCode 1.18.33: admission-time stamps, no synthetic route, a revert keeps "
-            "its boundary",
+            "its boundary and frees the IDs it truncates",
             visible_time="admission",
             synthetic_delivery="none",
             step_events="on_response",
             promoted_event_time="admission",
             revert_boundary="kept",
             staged_revert_prompt="admits",
+            ended_ids="freed_by_revert",
         ),
         Policy(
             "g5",
@@ -193,6 +212,7 @@ _CHOICES: dict[str, tuple[object, ...]] = {
     "promoted_event_time": ("promotion", "admission"),
     "revert_boundary": ("removed", "kept"),
     "staged_revert_prompt": ("commits", "admits"),
+    "ended_ids": ("kept", "freed_by_revert"),
 }
 
 

@@ -483,6 +483,41 @@ def test_an_interrupted_sweep_says_what_its_store_holds_and_the_resume_command(
     )
 
 
+def test_an_interrupted_report_says_the_shrunk_examples_it_finished_are_cached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGINT right after the first shrunk example was cached: the line says
+    so, and the store holds that example (the next report reuses it)."""
+    from inboxsim import cli
+    from inboxsim.reports import counterexamples
+    from inboxsim.reports.store import open_store
+
+    db = str(tmp_path / "x.duckdb")
+    assert cli.main(["sweep", "--seeds", "6", "--ops", "30", "--policy", "g5", "--jobs", "1",
+                     "--db", db]) == 1  # fmt: skip
+    real = counterexamples.examples_for
+
+    def interrupted_after_one(*args: object, **kwargs: object) -> object:
+        *head, keep = args
+
+        def keep_then_stop(*kept: object) -> None:
+            keep(*kept)  # type: ignore[operator]
+            raise interrupt.Interrupted(signal.SIGINT)
+
+        return real(*head, keep_then_stop, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(counterexamples, "examples_for", interrupted_after_one)
+    capsys.readouterr()
+    code = cli.main(["report", "--db", db, "--out", str(tmp_path / "r"), "--shrink-seconds", "5"])
+    assert code == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"inboxsim: interrupted by SIGINT: every shrunk example it finished is cached in {db}; "
+        "rerun it to go on"
+    )
+    with open_store(db) as store:
+        assert store.con.execute("SELECT count(*) FROM shrunk").fetchone() == (1,)
+
+
 def test_folders_of_a_killed_run_are_removed_by_the_next(tmp_path: Path) -> None:
     """A run's temporary folder whose owner was killed is removed when the
     next command line starts; a live owner's is not."""
