@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from ..scenarios.load import load_library
 from ..scenarios.runner import default_monitor, run_scenario
 from ..search.lockstep import Divergence, LockstepTarget
 from ..search.repro import shrink_conformance, shrink_conformance_scenario
+from ..sim import scratch
 from ..sim.run import RunOptions, run_seed
 from ..targets.adapter import AdapterTarget
 from ..targets.protocol import ProtocolError
@@ -331,7 +331,7 @@ def check_mutant(
     tail = (timeout, monitor, (shrink, shrink_seconds, shrink_runs))
     if workdir is not None:
         return _check_mutant(*head, Path(workdir), *tail)
-    with tempfile.TemporaryDirectory(prefix="inboxsim-mutant-") as tmp:
+    with scratch.folder("mutant") as tmp:
         return _check_mutant(*head, Path(tmp), *tail)
 
 
@@ -708,7 +708,7 @@ def seeded_detection(
     found = Detection("seeded", name)
     options = RunOptions(ops=ops, only_expected=True)
     started = clock()
-    with tempfile.TemporaryDirectory(prefix="inboxsim-seeded-") as tmp:
+    with scratch.folder("seeded") as tmp:
         seed = seed_start
         while clock() - started < seconds:
             made: list[CountingTarget] = []
@@ -826,7 +826,7 @@ def hypothesis_detection(
     from ..search.stateful import hunt
 
     argv, _ = mutant_command(name)
-    with tempfile.TemporaryDirectory(prefix="inboxsim-hypothesis-") as tmp:
+    with scratch.folder("hypothesis") as tmp:
         machine = adapter_machine(
             argv, Path(tmp), policy=policy, timeout=timeout, label=f"sqlite[{name}]"
         )
