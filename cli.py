@@ -181,9 +181,9 @@ def sweep(
     are remembered in the database and run first by the next sweep with the
     same policy and options.
     """
+    from inboxsim.procs.interrupt import Interrupted
     from inboxsim.sim.console import SweepProgress, print_summary
     from inboxsim.sim.executor import check_executor
-    from inboxsim.sim.interrupt import Interrupted
     from inboxsim.sim.sweep import SweepPlan, default_jobs, resume_line
     from inboxsim.sim.sweep import sweep as run_sweep
     from inboxsim.store.store import Store
@@ -390,7 +390,7 @@ def run_scenarios(
     import contextlib
 
     from inboxsim.commands import run as command
-    from inboxsim.sim import scratch
+    from inboxsim.procs import scratch
     from inboxsim.store.store import Store
 
     loaded = command.gather(files or [], library)
@@ -487,7 +487,7 @@ def report(
     Exits 1 when the store holds a run that violated an invariant.
     """
     from inboxsim.commands.report import run_report
-    from inboxsim.sim.interrupt import Interrupted
+    from inboxsim.procs.interrupt import Interrupted
 
     try:
         document, written = run_report(db, out, shrink_seconds, shrink)
@@ -1039,7 +1039,7 @@ def _internal_error(exc: Exception, args: Sequence[str]) -> int:
     import tempfile
     import traceback
 
-    from inboxsim.sim.supervise import lasting_tempdir
+    from inboxsim.procs.supervise import lasting_tempdir
 
     try:
         handle, path = tempfile.mkstemp(
@@ -1058,18 +1058,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code (the console script's entry).
 
     Without ``argv`` (the real command line) the command runs under the
-    supervisor (:mod:`inboxsim.sim.supervise`): its processes end with it,
+    supervisor (:mod:`inboxsim.procs.supervise`): its processes end with it,
     SIGINT and SIGTERM stop it gracefully (exit 130, 143) with one line
     saying what was kept. With ``argv`` (a caller in Python) it runs here."""
     if argv is None:
-        from inboxsim.sim.supervise import run
+        from inboxsim.procs.supervise import run
 
         return run(lambda: _main(sys.argv[1:]))
     return _main(list(argv))
 
 
 def _main(args: list[str]) -> int:
-    from inboxsim.sim.interrupt import Interrupted, line
+    from inboxsim.procs.interrupt import Interrupted, line
 
     try:
         result = app(args=args, prog_name=PROG, standalone_mode=False)

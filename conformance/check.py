@@ -39,8 +39,8 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..model import Crashed, Policy
+from ..procs import scratch
 from ..search.lockstep import Divergence, LockstepTarget, NotTestable
-from ..sim import scratch
 from ..targets.adapter import (
     DEFAULT_TIMEOUT,
     AdapterTarget,

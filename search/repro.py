@@ -34,12 +34,12 @@ from typing import Any
 
 from ..invariants import Monitor
 from ..model import Crashed, Err, Ok, Policy, load_policy
+from ..procs import scratch
 from ..scenarios.load import LoadedScenario, load_text
 from ..scenarios.names import COPY, GEN, Names
 from ..scenarios.render import toml_key, toml_value, write_scenario
 from ..scenarios.runner import run_scenario
 from ..scenarios.schema import EXPECTATIONS, Scenario
-from ..sim import scratch
 from ..sim.run import RunOptions
 from ..targets.adapter import DEFAULT_TIMEOUT, AdapterTarget, split_command
 from ..targets.protocol import ProtocolError

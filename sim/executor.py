@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, TypeVar
 
 from ..errors import HarnessError
-from .interrupt import deferred
+from ..procs.interrupt import deferred
 
 T = TypeVar("T")
 

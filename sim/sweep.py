@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Policy, features
+from ..procs.interrupt import Interrupted, deferred
 from ..trace.probes import BY_NAME, NAMES, PROBES, REQUIRED
 from .executor import first_done, lost_work, open_executor, worker_identity
-from .interrupt import Interrupted, deferred
 from .run import RunOptions, run_seed
 
 

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-from ..sim import proctree
+from ..procs import proctree
 
 MAX_LINE = 64 * 1024 * 1024  # a response longer than this is garbage, not a big log
 

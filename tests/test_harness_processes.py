@@ -1,8 +1,8 @@
 """What the harness starts ends with it (issue 17, item 2), piece by piece:
-the process tree read from /proc and killed whole (sim/proctree.py), folders
-that name their owner (sim/scratch.py), SIGINT and SIGTERM as an exception
-and the line it ends with (sim/interrupt.py), the supervisor of the command
-line (sim/supervise.py), and an adapter that never becomes ready failed fast
+the process tree read from /proc and killed whole (procs/proctree.py), folders
+that name their owner (procs/scratch.py), SIGINT and SIGTERM as an exception
+and the line it ends with (procs/interrupt.py), the supervisor of the command
+line (procs/supervise.py), and an adapter that never becomes ready failed fast
 (issue 17, item 5). The kills at random moments are test_harness_kills.py.
 
 Every test that starts processes tags them through the environment and kills
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from inboxsim.model import PRESETS, Hello, Prompt
-from inboxsim.sim import interrupt, proctree, scratch
+from inboxsim.procs import interrupt, proctree, scratch
 from inboxsim.sim.run import RunOptions
 from inboxsim.sim.sweep import SweepPlan
 from inboxsim.targets.adapter import AdapterNeverStarted, AdapterTarget, ReadyWatch
