@@ -515,7 +515,11 @@ def conformance_command(
     ] = 40,
     scenario: Annotated[
         list[str] | None,
-        typer.Option("--scenario", help="Run only this library scenario (repeatable).", show_default=False),
+        typer.Option(
+            "--scenario",
+            help="Run only these library scenarios: a name, a topic folder or a glob (repeatable).",
+            show_default=False,
+        ),
     ] = None,
     no_library: Annotated[bool, typer.Option("--no-library", help="Skip the scenario library.")] = False,
     adapter_timeout: Annotated[

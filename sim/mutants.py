@@ -15,9 +15,9 @@ expectation; a protocol error or a harness crash is reported as such and does
 not count (the mutant should fail by behaving wrongly, not by breaking the
 protocol).
 
-Library scenarios that name a ``planted_bug`` use these names: the mutant
-with the same name is the bug the scenario was written to catch
-(:func:`library_planted_bugs` lists them and whether a mutant exists).
+Library scenarios whose ``breaker`` is a planted bug use these names: the
+mutant with the same name is the bug the scenario was written to catch
+(:func:`library_planted_bugs` lists them).
 """
 
 from __future__ import annotations
@@ -222,13 +222,14 @@ def mutant_command(name: str | None) -> tuple[list[str], dict[str, str]]:
 
 
 def library_planted_bugs() -> dict[str, str]:
-    """Library scenario name -> its ``planted_bug`` name."""
+    """Library scenario name -> the planted bug its ``breaker`` names (scenarios
+    broken by a policy preset are left out)."""
     from ..scenarios.load import load_library
 
     out = {}
     for loaded in load_library():
-        bug = loaded.scenario.planted_bug
-        if bug is not None:
+        bug = loaded.scenario.breaker
+        if bug is not None and not bug.preset:
             out[loaded.scenario.name] = bug.name
     return out
 
@@ -417,6 +418,8 @@ def _check_mutant(
         result.kills.append(Kill(by, where, detail, time.perf_counter() - started, operations))
 
     for loaded in scenarios:
+        if policy.name in loaded.scenario.breaks_under:
+            continue  # written for another policy's rules (as conformance skips it)
         where = f"scenario {loaded.scenario.name}"
         result.scenarios_run += 1
         holder: list[CountingTarget] = []

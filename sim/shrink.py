@@ -632,7 +632,9 @@ def minimize_steps(
     from ..scenarios.schema import Scenario
 
     header = {
-        k: v for k, v in table.items() if k not in ("step", "expect_violation", "planted_bug")
+        k: v
+        for k, v in table.items()
+        if k not in ("step", "expect_violation", "breaker", "carries")
     }
     steps0 = tuple(
         tuple(sorted((k, _freeze(v)) for k, v in s.items() if not k.startswith("expect_")))

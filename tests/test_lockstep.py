@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from inboxsim.model import G4, Create, Fork, Hello, Ok, Op, Prompt, Reply, Resume
-from inboxsim.scenarios.load import load_library
+from inboxsim.scenarios.load import load_library, resolve_policy
 from inboxsim.sim.adapter import AdapterTarget
 from inboxsim.sim.lockstep import (
     Divergence,
@@ -54,17 +54,33 @@ def assert_no_divergence(results: list[Any]) -> None:
 
 
 def test_model_adapter_conforms_over_the_library(tmp_path: Path) -> None:
-    results = run_scenarios_lockstep(
-        load_library(), ModelTarget, adapter_factory(tmp_path, MODEL_ADAPTER)
-    )
-    assert len(results) == len(load_library())
+    # Each scenario under its own policy: the model adapter is started with it.
+    counter = itertools.count()
+
+    def make(policy: Any, step_limit: int) -> AdapterTarget:
+        origin = policies[policy.name]
+        argv = [*MODEL_ADAPTER, "--policy", origin]
+        return AdapterTarget(argv, tmp_path / f"d{next(counter)}", step_limit, timeout=20.0)
+
+    library = load_library()
+    policies = {resolve_policy(s.scenario.policy, s.origin).name: _policy_arg(s) for s in library}
+    results = run_scenarios_lockstep(library, ModelTarget, make)
+    assert len(results) == len(library)
     assert_no_divergence(results)
 
 
+def _policy_arg(loaded: Any) -> str:
+    """A scenario's policy as the model adapter's --policy: a preset, or its file."""
+    name = loaded.scenario.policy
+    return str(Path(loaded.origin).parent / name) if name.endswith(".toml") else name
+
+
 def test_sqlite_inbox_conforms_over_the_library(tmp_path: Path) -> None:
-    results = run_scenarios_lockstep(
-        load_library(), ModelTarget, adapter_factory(tmp_path, sqlite_command())
-    )
+    # The SQLite inbox implements g4: the scenarios written for g4 (those for
+    # another policy break under g4 and say so in breaks_under).
+    g4 = [s for s in load_library() if s.scenario.policy == "g4"]
+    assert len(g4) > 80 and all("g4" not in s.scenario.breaks_under for s in g4)
+    results = run_scenarios_lockstep(g4, ModelTarget, adapter_factory(tmp_path, sqlite_command()))
     assert_no_divergence(results)
 
 
