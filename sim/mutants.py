@@ -419,7 +419,7 @@ def _check_mutant(
 
     for loaded in scenarios:
         if policy.name in loaded.scenario.breaks_under:
-            continue  # written for another policy's rules (as conformance skips it)
+            continue  # its expectations are another policy's (as conformance skips it)
         where = f"scenario {loaded.scenario.name}"
         result.scenarios_run += 1
         holder: list[CountingTarget] = []

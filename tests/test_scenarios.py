@@ -477,7 +477,10 @@ _REPO = Path(__file__).resolve().parent.parent
 def _cli_run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "inboxsim.cli", "run", *args],
-        capture_output=True, text=True, timeout=300, cwd=_REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=_REPO,
     )
 
 
