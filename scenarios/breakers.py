@@ -1,9 +1,9 @@
 """Running a scenario against what breaks it (its ``breaker``) and saying where
 it failed.
 
-A breaker is a policy preset or a planted bug (a mutant) of the SQLite inbox
-(``impls/sqlite_inbox``). A preset runs on the model, in process, under that
-preset; a mutant runs the scenario straight on the SQLite adapter with the
+A breaker is a policy preset, a policy file or a planted bug (a mutant) of the
+SQLite inbox (``impls/sqlite_inbox``). A policy runs on the model, in
+process; a mutant runs the scenario straight on the SQLite adapter with the
 bug switched on (no lockstep with the model: the scenario's own expectations
 and the invariant checkers must catch it). A scenario *breaks at step N* when
 its earliest failure (a failed expectation or a violated invariant) is
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..model import PRESETS, Policy
 from ..sim.target import Target
-from .load import LoadedScenario
+from .load import LoadedScenario, resolve_policy
 from .runner import ScenarioResult, run_scenario
 
 
@@ -42,10 +42,12 @@ def run_against(
     the adapter breaks the protocol."""
     if breaker in PRESETS:
         return run_scenario(loaded, PRESETS[breaker])
+    if breaker.endswith(".toml"):  # a policy file, relative to the scenario file
+        return run_scenario(loaded, resolve_policy(breaker, loaded.origin))
     from ..sim.adapter import AdapterTarget
     from ..sim.mutants import mutant_command
 
-    argv, _ = mutant_command(breaker)
+    argv, _ = mutant_command(breaker or None)  # "": the correct build (the control)
     counter = itertools.count()
 
     def factory(_policy: Policy, step_limit: int) -> Target:

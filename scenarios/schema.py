@@ -113,9 +113,10 @@ class CallExpect(_Strict):
 
 class Breaker(_Strict):
     """What makes this scenario fail, and where: a policy preset (it must be
-    one of ``breaks_under``) or a planted bug of the SQLite inbox (a mutant of
-    ``inboxsim.sim.mutants.MUTANTS``), and the scenario step whose
-    expectations or invariants it breaks first."""
+    one of ``breaks_under``), a policy file (a path ending in ``.toml``,
+    relative to the scenario file, as ``policy`` is), or a planted bug of the
+    SQLite inbox (a mutant of ``inboxsim.sim.mutants.MUTANTS``), and the
+    scenario step whose expectations or invariants it breaks first."""
 
     name: str = Field(min_length=1)
     step: int = Field(ge=1)
@@ -123,8 +124,8 @@ class Breaker(_Strict):
 
     @property
     def preset(self) -> bool:
-        """A policy preset (run on the model), rather than a planted bug."""
-        return self.name in PRESETS
+        """A policy, preset or file (run on the model), rather than a planted bug."""
+        return self.name in PRESETS or self.name.endswith(".toml")
 
 
 # The parts of the spec's section 6 (OpenCode's test files).
@@ -289,7 +290,7 @@ class Scenario(_Strict):
                 raise ValueError(
                     f"breaker.step = {self.breaker.step}: the scenario has {len(self.step)} steps"
                 )
-            if self.breaker.preset and self.breaker.name not in self.breaks_under:
+            if self.breaker.name in PRESETS and self.breaker.name not in self.breaks_under:
                 raise ValueError(
                     f"breaker: preset {self.breaker.name!r} must be listed in breaks_under"
                 )

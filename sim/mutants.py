@@ -117,8 +117,6 @@ steer-promotes-mid-step | promotion
     a steer admitted during a step becomes visible at once, not at the next boundary
 message-time-is-admission | time
     a promoted message is stamped with its admission time instead of the boundary's
-message-seq-is-admission | promotion
-    a promoted message keeps its admission seq instead of the promoted event's
 transcript-by-admission-order | ordering
     messages are listed in admission order instead of promotion (seq) order
 barrier-ignored | barrier

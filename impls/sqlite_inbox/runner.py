@@ -74,7 +74,7 @@ class Runner:
                     "id": row["id"],
                     "session_id": sid,
                     "type": row["type"],
-                    "seq": row["admitted_seq"] if MUTANT == "message-seq-is-admission" else seq,
+                    "seq": seq,
                     "time_created": row["time_created"]
                     if MUTANT == "message-time-is-admission"
                     else self.now,
