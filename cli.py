@@ -184,7 +184,8 @@ def sweep(
     from inboxsim.reports.store import Store
     from inboxsim.sim.console import SweepProgress, print_summary
     from inboxsim.sim.executor import check_executor
-    from inboxsim.sim.sweep import SweepPlan, default_jobs
+    from inboxsim.sim.interrupt import Interrupted
+    from inboxsim.sim.sweep import SweepPlan, default_jobs, resume_line
     from inboxsim.sim.sweep import sweep as run_sweep
 
     the_policy, options = _sim_inputs(policy, ops, target, only_expected)
@@ -193,15 +194,21 @@ def sweep(
         policy, the_policy, options, seed_start, seeds, jobs or default_jobs(), time_budget,
         executor=executor, scheduler=scheduler, resume=resume,
     )
-    with Store(db) as store:
-        with SweepProgress(seeds) as progress:
-            report = run_sweep(plan, store, progress)
-    if as_json:
-        document = report.document()
-        document["db"] = db
-        _emit_json(document)
-    else:
-        print_summary(report)
+    report = None
+    try:
+        with Store(db) as store:
+            with SweepProgress(seeds) as progress:
+                report = run_sweep(plan, store, progress)
+        if as_json:
+            document = report.document()
+            document["db"] = db
+            _emit_json(document)
+        else:
+            print_summary(report)
+    except Interrupted as stop:
+        if stop.kept is None and report is not None:  # after the sweep: all of it is kept
+            stop.kept = resume_line(plan, db)
+        raise
     raise typer.Exit(report.exit_code)
 
 
@@ -381,17 +388,16 @@ def run_scenarios(
     use `inboxsim conformance`.
     """
     import contextlib
-    import tempfile
-    from pathlib import Path
 
     from inboxsim.reports.store import Store
     from inboxsim.scenarios import command
+    from inboxsim.sim import scratch
 
     loaded = command.gather(files or [], library)
     # The store opens before anything runs: a bad --db fails fast, exit 2.
     with Store(db) if db is not None else contextlib.nullcontext() as store:
-        with tempfile.TemporaryDirectory(prefix="inboxsim-run-") as work:
-            factory = command.adapter_factory(adapter, adapter_timeout, Path(work)) if adapter else None
+        with scratch.folder("run") as work:
+            factory = command.adapter_factory(adapter, adapter_timeout, work) if adapter else None
             results, checked = command.run_all(loaded, policy, target_factory=factory)
         if store is not None:
             command.store_results(store, loaded, results, policy)
@@ -518,8 +524,13 @@ def report(
     Exits 1 when the store holds a run that violated an invariant.
     """
     from inboxsim.reports.command import run_report
+    from inboxsim.sim.interrupt import Interrupted
 
-    document, written = run_report(db, out, shrink_seconds, shrink)
+    try:
+        document, written = run_report(db, out, shrink_seconds, shrink)
+    except Interrupted as stop:  # each shrink is cached as soon as it is made
+        stop.kept = f"every shrunk example it finished is cached in {db}; rerun it to go on"
+        raise
     if as_json:
         _emit_json(document)
     else:
@@ -1069,8 +1080,12 @@ def _internal_error(exc: Exception, args: Sequence[str]) -> int:
     import tempfile
     import traceback
 
+    from inboxsim.sim.supervise import lasting_tempdir
+
     try:
-        handle, path = tempfile.mkstemp(prefix="inboxsim-traceback-", suffix=".txt")
+        handle, path = tempfile.mkstemp(
+            prefix="inboxsim-traceback-", suffix=".txt", dir=lasting_tempdir()
+        )
         with os.fdopen(handle, "w", encoding="utf-8") as log:
             log.write(f"inboxsim {__version__}: {PROG} {' '.join(args)}\n")
             log.write("".join(traceback.format_exception(exc)))
@@ -1081,10 +1096,27 @@ def _internal_error(exc: Exception, args: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line and return its exit code (the console script's entry)."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    """Run the command line and return its exit code (the console script's entry).
+
+    Without ``argv`` (the real command line) the command runs under the
+    supervisor (:mod:`inboxsim.sim.supervise`): its processes end with it,
+    SIGINT and SIGTERM stop it gracefully (exit 130, 143) with one line
+    saying what was kept. With ``argv`` (a caller in Python) it runs here."""
+    if argv is None:
+        from inboxsim.sim.supervise import run
+
+        return run(lambda: _main(sys.argv[1:]))
+    return _main(list(argv))
+
+
+def _main(args: list[str]) -> int:
+    from inboxsim.sim.interrupt import Interrupted, line
+
     try:
         result = app(args=args, prog_name=PROG, standalone_mode=False)
+    except Interrupted as stop:
+        print(f"{PROG}: {line(stop)}", file=sys.stderr)
+        return stop.exit_code
     except HarnessError as exc:
         return _fail(str(exc), exc.exit_code)
     except typer.TyperException as exc:  # click's usage errors: no such command, bad option

@@ -55,7 +55,7 @@ from typing import Any, BinaryIO, NoReturn
 
 from pydantic import ValidationError
 
-from ..errors import HarnessError
+from ..errors import ExitCode, HarnessError
 from ..model import Call, Crashed, Err, Event, Fork, Hello, Ok, Op, Reply
 from ..model.ops import FAILPOINTS, Answer, Create
 from ..model.values import canonical_json, parse_json
@@ -67,6 +67,55 @@ DEFAULT_TIMEOUT = 10.0
 READ_ONLY = frozenset({"log", "messages", "pending", "calls"})
 QUOTE_HEAD, QUOTE_TAIL = 160, 60
 START_MARKER = "--- inboxsim: start "
+
+
+NEVER_READY = 3  # runs in a row whose adapter never answered hello: stop there
+
+
+class AdapterNeverStarted(HarnessError):
+    """The adapter never became ready: :data:`NEVER_READY` runs in a row
+    started it and none got an answer to ``hello``. The target failed (exit
+    1); waiting out the timeout for every scenario and seed left would only
+    say so again, for hours at --seeds 1000."""
+
+    exit_code = ExitCode.TARGET_FAILED
+
+
+def never_ready(targets: Iterable[AdapterTarget], error: BaseException) -> str | None:
+    """One line on why an adapter never became ready, when ``error`` ended a
+    run in which ``targets`` were started and none answered ``hello``; else
+    None. A command that cannot be started at all (``op`` start) is not this:
+    that is bad usage, not a target that failed."""
+    if not isinstance(error, ProtocolError) or error.op == "start":
+        return None
+    started = [t for t in targets if t.starts]
+    if not started or any(t.hello is not None for t in started):
+        return None
+    tail = " | ".join(started[-1].stderr_text(300).splitlines()) or "nothing"
+    return f"{str(error).splitlines()[0]}; its stderr: {tail}"
+
+
+class ReadyWatch:
+    """Counts runs in a row whose adapter never became ready, and raises
+    :class:`AdapterNeverStarted` at :data:`NEVER_READY`; a run whose adapter
+    answered ``hello`` starts the count again."""
+
+    def __init__(self, limit: int = NEVER_READY) -> None:
+        self.limit = limit
+        self.count = 0
+
+    def see(self, failure: str | None, ready: bool) -> None:
+        """``failure``: :func:`never_ready` of a run; ``ready``: an adapter of
+        the run answered ``hello``."""
+        if failure:
+            self.count += 1
+            if self.count >= self.limit:
+                raise AdapterNeverStarted(
+                    f"the adapter never started: {self.count} starts in a row ended before it "
+                    f"answered hello; the last: {failure}"
+                )
+        elif ready:
+            self.count = 0
 
 
 def split_command(text: str) -> list[str]:

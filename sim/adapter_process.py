@@ -10,7 +10,11 @@ partial bytes arrived so that the error can quote them.
 The child runs in its own session (``start_new_session``): it leads a new
 process group, so :meth:`AdapterProcess.kill` takes down anything it spawned
 too (a wrapper script, a server it forked), and the terminal's Ctrl-C does not
-reach it behind the harness's back. Its stderr goes straight to a file the
+reach it behind the harness's back. What it started in a session of its own
+is outside that group; the kill finds it by parentage (:mod:`.proctree`). A
+daemon that forked twice has left the adapter's tree before the kill, and is
+left to the supervisor (:mod:`.supervise`), which ends every process of a
+run when the run ends. Its stderr goes straight to a file the
 run keeps, never interleaved with the harness's own output.
 """
 
@@ -23,6 +27,8 @@ import subprocess
 import time
 from pathlib import Path
 from typing import BinaryIO
+
+from . import proctree
 
 MAX_LINE = 64 * 1024 * 1024  # a response longer than this is garbage, not a big log
 
@@ -146,11 +152,17 @@ class AdapterProcess:
             return None
 
     def kill(self) -> None:
-        """SIGKILL the whole process group and reap the child. Idempotent."""
+        """SIGKILL the whole process group, and every process below the
+        adapter that left it (a helper in a session of its own), then reap
+        the child. Idempotent."""
+        # Read the tree while the adapter lives: once it is dead its children
+        # are adopted elsewhere and no longer tell whose they were.
+        below = proctree.descendants(self.proc.pid, fast=True) if self.proc.poll() is None else []
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass  # the group is already gone
+        proctree.kill(below)
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover - stuck in the kernel

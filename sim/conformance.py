@@ -27,19 +27,27 @@ items into a ``conformance`` table of the DuckDB store.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import HarnessError
 from ..model import Crashed, Policy
-from .adapter import DEFAULT_TIMEOUT, AdapterTarget, check_startable, split_command
+from . import scratch
+from .adapter import (
+    DEFAULT_TIMEOUT,
+    AdapterTarget,
+    ReadyWatch,
+    check_startable,
+    never_ready,
+    split_command,
+)
 from .lockstep import Divergence, LockstepTarget, NotTestable
 from .protocol import ProtocolError
 from .target import ModelTarget
@@ -71,6 +79,10 @@ class Item:
     # a failure as data: its key (what the report groups by), the divergence
     # (Divergence.to_dict) or violations, and the minimal repro's (``repro``)
     failure: dict[str, Any] = field(default_factory=dict)
+    # Whether the run's adapter answered hello, and if it never did, why
+    # (adapter.never_ready): what conformance's ReadyWatch counts.
+    ready: bool = False
+    never_ready: str = ""
 
     @property
     def failed(self) -> bool:
@@ -292,6 +304,16 @@ class _Lockstep:
         self.made.append(lock)
         return lock
 
+    def adapters(self) -> list[AdapterTarget]:
+        return [lock.target for lock in self.made if isinstance(lock.target, AdapterTarget)]
+
+    def readiness(self, item: Item, error: BaseException | None) -> None:
+        """Record on ``item`` whether an adapter of the run answered hello."""
+        adapters = self.adapters()
+        item.ready = any(a.hello is not None for a in adapters)
+        if error is not None:
+            item.never_ready = never_ready(adapters, error) or ""
+
     def not_testable(self) -> dict[str, str]:
         out: dict[str, str] = {}
         for lock in self.made:
@@ -300,12 +322,13 @@ class _Lockstep:
         return out
 
     def close(self) -> None:
+        """Close every target (idempotent: closing a target twice does nothing);
+        they stay listed, so that :meth:`readiness` can still be asked."""
         for lock in self.made:
             try:
                 lock.close()
             except Exception:  # noqa: BLE001 - closing a broken adapter must not mask the verdict
                 pass
-        self.made.clear()
 
 
 def _monitor_factory() -> Any:
@@ -357,6 +380,7 @@ def scenario_item(
     started = time.perf_counter()
     lockstep = _Lockstep(command, timeout, base, name)
     item: Item
+    error: ProtocolError | None = None
     try:
         result = run_scenario(
             loaded, policy=policy, target_factory=lockstep, monitor=_monitor_factory()
@@ -367,6 +391,7 @@ def scenario_item(
     except NotTestable as exc:
         item = Item("scenario", scenario.name, "not testable", str(exc), repro)
     except ProtocolError as exc:
+        error = exc
         item = Item(
             "scenario", scenario.name, "protocol error", _protocol_detail(exc, lockstep), repro
         )
@@ -387,6 +412,7 @@ def scenario_item(
     finally:
         not_testable = lockstep.not_testable()
         lockstep.close()
+    lockstep.readiness(item, error)
     item.seconds = time.perf_counter() - started
     return item, not_testable
 
@@ -421,6 +447,7 @@ def seed_item(
     violations: list[tuple[str, str]] = []
     exercised: set[str] = set()
     steps = kills = crashes = requests = 0
+    error: ProtocolError | None = None
     try:
         result = run_seed(seed, policy, RunOptions(ops=ops, only_expected=True), target=lockstep)
     except Divergence as div:
@@ -430,6 +457,7 @@ def seed_item(
     except NotTestable as exc:
         item = Item("seed", str(seed), "not testable", str(exc), repro)
     except ProtocolError as exc:
+        error = exc
         item = Item("seed", str(seed), "protocol error", _protocol_detail(exc, lockstep), repro)
         item.failure = {"key": "protocol error"}
     else:
@@ -454,6 +482,7 @@ def seed_item(
     finally:
         not_testable = lockstep.not_testable()
         lockstep.close()
+    lockstep.readiness(item, error)
     item.seconds = time.perf_counter() - started
     item.steps = requests
     return SeedOutcome(item, violations, exercised, not_testable, steps, kills, crashes)
@@ -485,16 +514,18 @@ def _seed_batch(run: _SeedRun, seeds: tuple[int, ...]) -> list[SeedOutcome]:
     if run.name in TARGETS:
         argv = target_command(None, run.name, run.policy_arg, run.timeout)[0]
     out = []
-    with tempfile.TemporaryDirectory(prefix="inboxsim-conformance-") as folder:
+    watch = ReadyWatch()  # a dead adapter ends the batch early, not after every seed's timeout
+    with scratch.folder("conformance") as folder:
         for seed in seeds:
             outcome = seed_item(
-                seed, argv, run.policy, run.policy_arg, run.ops, run.timeout, Path(folder), run.name
+                seed, argv, run.policy, run.policy_arg, run.ops, run.timeout, folder, run.name
             )
             # The repro is the client's command line, whatever this machine's paths.
             outcome.item.repro = repro_command(
                 run.argv, run.policy_arg, seed=seed, ops=run.ops, timeout=run.timeout
             )
             out.append(outcome)
+            watch.see(outcome.item.never_ready, outcome.item.ready)
     return out
 
 
@@ -506,7 +537,7 @@ def _seed_outcomes(
     executor: str,
     scheduler: str | None,
     say: Progress,
-) -> Iterator[tuple[int, SeedOutcome]]:
+) -> Generator[tuple[int, SeedOutcome]]:
     """(seed, outcome) in seed order: here, one after another (one local job),
     or in batches over ``jobs`` local worker processes or a Dask cluster, whose
     workers each start their own adapter processes; a batch whose Dask worker
@@ -519,7 +550,7 @@ def _seed_outcomes(
                 seed, run.argv, run.policy, run.policy_arg, run.ops, run.timeout, base, run.name
             )
         return
-    from .executor import lost_work, open_executor
+    from .executor import lost_work, open_executor, result
 
     preload = ("inboxsim.sim.conformance", "inboxsim.invariants")
     with open_executor(executor, jobs, scheduler, preload) as (pool, slots):
@@ -530,7 +561,7 @@ def _seed_outcomes(
         done = 0
         for batch, future in zip(batches, futures, strict=True):
             try:
-                outcomes = future.result()
+                outcomes = result(future)
             except Exception as exc:
                 error = lost_work(exc, f"conformance seeds {batch[0]}..{batch[-1]}")
                 if error is None:
@@ -608,9 +639,13 @@ def conformance(
         )
     not_testable: dict[str, str] = {}
     failing: list[tuple[Item, Any]] = []  # (item, the loaded scenario or the seed)
-    tmp = tempfile.TemporaryDirectory(prefix="inboxsim-conformance-") if workdir is None else None
-    base = Path(tmp.name if tmp is not None else workdir)  # type: ignore[arg-type]
-    try:
+    watch = ReadyWatch()
+    with contextlib.ExitStack() as stack:
+        base = (
+            Path(workdir)
+            if workdir is not None
+            else stack.enter_context(scratch.folder("conformance"))
+        )
         for n, loaded_scenario in enumerate(chosen, start=1):
             say(f"conformance: scenario [{n}/{len(chosen)}] {loaded_scenario.scenario.name}")
             item, nt = scenario_item(
@@ -623,6 +658,7 @@ def conformance(
                 name,
             )
             report.items.append(item)
+            watch.see(item.never_ready, item.ready)
             if item.verdict in SHRINKABLE:
                 failing.append((item, loaded_scenario))
             for k, v in nt.items():
@@ -630,11 +666,16 @@ def conformance(
         exercised: set[str] = set()
         violated: dict[str, tuple[int, str, str]] = {}
         run = _SeedRun(argv, the_policy, policy, ops, timeout, name)
-        outcomes = _seed_outcomes(
-            run, range(seed_start, seed_start + seeds), base, jobs, executor, scheduler, say
+        outcomes = stack.enter_context(
+            contextlib.closing(
+                _seed_outcomes(
+                    run, range(seed_start, seed_start + seeds), base, jobs, executor, scheduler, say
+                )
+            )
         )
         for seed, outcome in outcomes:
             report.items.append(outcome.item)
+            watch.see(outcome.item.never_ready, outcome.item.ready)
             first_line = outcome.item.detail.splitlines()[0] if outcome.item.detail else ""
             say(f"conformance: seed {seed}: {outcome.item.verdict}; {first_line}")
             if outcome.item.verdict in ("held", "violated"):
@@ -689,9 +730,6 @@ def conformance(
                 shrink_seconds,
                 shrink_runs,
             )
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
     report.seconds = time.perf_counter() - started
     return report
 
@@ -893,17 +931,19 @@ def mutant_matrix(
             out.append(_check_one(w))
         return out
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+
+    from .executor import first_done, process_pool
 
     results: dict[str, Any] = {}
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+    with process_pool(jobs, ctx) as pool:
         futures = {pool.submit(_check_one, w): w[0] for w in work}
-        from concurrent.futures import as_completed
-
-        for i, fut in enumerate(as_completed(futures), start=1):
-            name = futures[fut]
-            results[name] = fut.result()
-            verdict = "killed" if results[name].killed else "SURVIVED"
-            say(f"mutants: [{i}/{len(work)}] {name}: {verdict}")
+        waiting = set(futures)
+        while waiting:
+            for fut in first_done(waiting):
+                waiting.discard(fut)
+                name = futures[fut]
+                results[name] = fut.result()
+                verdict = "killed" if results[name].killed else "SURVIVED"
+                say(f"mutants: [{len(results)}/{len(work)}] {name}: {verdict}")
     return [results[n] for n in chosen]

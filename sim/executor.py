@@ -17,12 +17,17 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import logging
 import multiprocessing
 import os
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import Any, TypeVar
 
 from ..errors import HarnessError
+from .interrupt import deferred
+
+T = TypeVar("T")
 
 EXECUTORS = ("local", "dask")
 INSTALL_DASK = "pip install 'inboxsim[dask]'"
@@ -30,6 +35,7 @@ INSTALL_DASK = "pip install 'inboxsim[dask]'"
 # join it, before it says so instead of waiting for ever.
 CONNECT_TIMEOUT = 20.0
 WORKER_TIMEOUT = 60.0
+POLL = 0.25  # seconds between two looks for an interrupt while a batch runs
 
 
 def worker_identity() -> tuple[str, int]:
@@ -75,7 +81,7 @@ def open_executor(
     """
     check_executor(kind, scheduler)
     if kind == "local":
-        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=_context(preload)) as pool:
+        with process_pool(jobs, _context(preload)) as pool:
             yield pool, jobs
         return
     try:
@@ -86,7 +92,15 @@ def open_executor(
         if scheduler is None:
             cluster = stack.enter_context(
                 LocalCluster(  # type: ignore[no-untyped-call]
-                    n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None
+                    n_workers=jobs,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    # Its logs are not the harness's output: what matters (a
+                    # worker lost, a batch given up) reaches the client as an
+                    # exception, said in one line; at shutdown its workers'
+                    # heartbeats log tracebacks of the scheduler closing first.
+                    silence_logs=logging.CRITICAL,
                 )
             )
             address = cluster.scheduler_address
@@ -105,8 +119,81 @@ def open_executor(
             ) from None
         slots = jobs if scheduler is None else max(1, sum(client.nthreads().values()))  # type: ignore[no-untyped-call]
         # pure=False: a rerun of the same batch is new work, never a cached result.
-        pool = stack.enter_context(client.get_executor(pure=False))  # type: ignore[no-untyped-call]
-        yield pool, slots
+        pool = client.get_executor(pure=False)  # type: ignore[no-untyped-call]
+        try:
+            yield pool, slots
+        except BaseException:
+            # Interrupted, or failed: cancel this run's futures (the workers
+            # are the cluster's, and stay) rather than wait for them.
+            pool.shutdown(wait=False)
+            raise
+        pool.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def process_pool(jobs: int, context: multiprocessing.context.BaseContext) -> Iterator[cf.Executor]:
+    """A local process pool that, when the block is interrupted or fails,
+    kills its workers instead of waiting for the batches they run (a ``with
+    ProcessPoolExecutor()`` waits for every running batch first). Their
+    results are lost, which is what an interrupt asks for; the pool then
+    shuts down as it does when a worker dies, so its queues and semaphores
+    are released and the resource tracker has nothing to complain about."""
+    pool = _Pool(max_workers=jobs, mp_context=context)
+    try:
+        yield pool
+    except BaseException:
+        _kill_workers(pool)
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+class _Pool(cf.ProcessPoolExecutor):
+    """A pool whose ``submit`` is never cut in two by an interrupt. ``submit``
+    starts a worker when the pool has fewer than it may have; an interrupt
+    raised while one starts (after its fork, before the pool lists it) left a
+    worker the pool did not know: not killed, it either failed to rebuild
+    the pool's semaphores once they were gone, printing a traceback after the
+    interrupt line, or was waited for at exit until the grace period made the
+    stop a hard one (found by benchmarks/harness_kills.py)."""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> cf.Future[T]:
+        with deferred():
+            return super().submit(fn, *args, **kwargs)
+
+
+def _kill_workers(pool: cf.ProcessPoolExecutor) -> None:
+    kill = getattr(pool, "kill_workers", None)  # Python 3.14
+    if kill is not None:
+        kill()
+        return
+    # Before 3.14 the pool names its workers only in this attribute.
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):
+            process.kill()
+
+
+def result(future: cf.Future[T]) -> T:
+    """``future.result()``, where an interrupt lands only between two short
+    waits. A signal raised inside a wait would leave the pool's futures
+    locked (``cf.wait`` takes every future's lock in turn), and the pool's
+    shutdown would then wait for ever."""
+    while True:
+        with deferred():
+            try:
+                return future.result(timeout=POLL)
+            except cf.TimeoutError:
+                pass
+
+
+def first_done(futures: Collection[cf.Future[T]]) -> set[cf.Future[T]]:
+    """``cf.wait(futures, return_when=FIRST_COMPLETED)``'s done set, where an
+    interrupt lands only between two short waits (see :func:`result`)."""
+    while True:
+        with deferred():
+            done, _ = cf.wait(futures, timeout=POLL, return_when=cf.FIRST_COMPLETED)
+        if done:
+            return done
 
 
 def lost_work(exc: BaseException, what: str) -> HarnessError | None:
@@ -134,5 +221,8 @@ __all__ = [
     "check_executor",
     "lost_work",
     "open_executor",
+    "process_pool",
+    "first_done",
+    "result",
     "worker_identity",
 ]

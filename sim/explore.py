@@ -897,6 +897,8 @@ def _expanded(
         for chunk in chunks:
             yield chunk, _expand_chunk(level, _payload(chunk), visited)
         return
+    from .executor import result
+
     flight: deque[tuple[list[_Node], Any]] = deque()
     sent = 0
     try:
@@ -906,7 +908,7 @@ def _expanded(
                 sent += 1
                 flight.append((chunk, executor.submit(_expand_chunk, level, _payload(chunk))))
             chunk, future = flight.popleft()
-            yield chunk, future.result()
+            yield chunk, result(future)
     finally:
         for _, future in flight:
             future.cancel()

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import G4, Policy
+from . import scratch
 from .adapter import AdapterTarget
 from .lockstep import Divergence, LockstepTarget
 from .protocol import ProtocolError
@@ -373,7 +373,7 @@ def check_mutant(
     tail = (timeout, monitor, (shrink, shrink_seconds, shrink_runs))
     if workdir is not None:
         return _check_mutant(*head, Path(workdir), *tail)
-    with tempfile.TemporaryDirectory(prefix="inboxsim-mutant-") as tmp:
+    with scratch.folder("mutant") as tmp:
         return _check_mutant(*head, Path(tmp), *tail)
 
 
@@ -755,7 +755,7 @@ def seeded_detection(
     found = Detection("seeded", name)
     options = RunOptions(ops=ops, only_expected=True)
     started = clock()
-    with tempfile.TemporaryDirectory(prefix="inboxsim-seeded-") as tmp:
+    with scratch.folder("seeded") as tmp:
         seed = seed_start
         while clock() - started < seconds:
             made: list[CountingTarget] = []
@@ -873,7 +873,7 @@ def hypothesis_detection(
     from .stateful import hunt
 
     argv, _ = mutant_command(name)
-    with tempfile.TemporaryDirectory(prefix="inboxsim-hypothesis-") as tmp:
+    with scratch.folder("hypothesis") as tmp:
         machine = adapter_machine(
             argv, Path(tmp), policy=policy, timeout=timeout, label=f"sqlite[{name}]"
         )

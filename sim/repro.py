@@ -26,7 +26,6 @@ the same key (:attr:`Repro.verified`), alone on the adapter it fails
 from __future__ import annotations
 
 import re
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import Crashed, Err, Ok, Policy
+from . import scratch
 from .adapter import DEFAULT_TIMEOUT, AdapterTarget, split_command
 from .shrink import (
     ThroughShrink,
@@ -196,7 +196,7 @@ def _checks(
 
     loaded = load_text(text, "<repro>")
     found: list[Any] = []
-    with tempfile.TemporaryDirectory(prefix="inboxsim-repro-check-") as tmp:
+    with scratch.folder("repro-check") as tmp:
         factory = LockstepFactory(command, timeout, Path(tmp))
         got, _, _ = scenario_key(loaded, policy, factory, found)
         try:
@@ -325,7 +325,7 @@ def shrink_conformance(
     argv = split_command(command) if isinstance(command, str) else list(command)
     the_policy = load_policy(policy) if isinstance(policy, str) else policy
     options = RunOptions(ops=ops, only_expected=True)
-    with tempfile.TemporaryDirectory(prefix="inboxsim-shrink-", dir=workdir) as tmp:
+    with scratch.folder("shrink", workdir) as tmp:
         factory = LockstepFactory(argv, timeout, Path(tmp), name)
         shrunk = shrink_through(
             seed, the_policy, options, factory, max_runs=max_runs, time_limit=time_limit
@@ -420,7 +420,7 @@ def shrink_conformance_scenario(
         )
         for s in sc.step
     )
-    with tempfile.TemporaryDirectory(prefix="inboxsim-shrink-", dir=workdir) as tmp:
+    with scratch.folder("shrink", workdir) as tmp:
         factory = LockstepFactory(argv, timeout, Path(tmp), name)
         wheres: dict[tuple[Any, ...], tuple[str, str]] = {}
 

@@ -44,7 +44,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Policy, features
-from .executor import lost_work, open_executor, worker_identity
+from .executor import first_done, lost_work, open_executor, worker_identity
+from .interrupt import Interrupted, deferred
 from .probes import BY_NAME, NAMES, PROBES, REQUIRED
 from .run import RunOptions, run_seed
 
@@ -359,28 +360,34 @@ def sweep(
         # rerun whose first run also came back) is dropped, not stored twice.
         if outcome.first_run_id in written:
             return
-        written.add(outcome.first_run_id)
-        if store is not None and outcome.tables is not None:
-            store.write(outcome.tables, _remember(plan, report, outcome.summaries))
-        report.add_batch(outcome)
+        with deferred():  # an interrupt waits until the batch is stored and counted
+            written.add(outcome.first_run_id)
+            if store is not None and outcome.tables is not None:
+                store.write(outcome.tables, _remember(plan, report, outcome.summaries))
+            report.add_batch(outcome)
         report.seconds = time.perf_counter() - started
         progress(report)
 
     def over_budget() -> bool:
         return plan.time_budget is not None and time.perf_counter() - started >= plan.time_budget
 
-    if plan.jobs <= 1 and plan.executor == "local":
-        for task in tasks(1):
-            if over_budget():
-                report.stopped_by_budget = True
-                break
-            absorb(run_batch(task))
-    else:
-        preload = ["inboxsim.sim.sweep", "inboxsim.reports.store"]
-        with open_executor(plan.executor, plan.jobs, plan.scheduler, preload) as (pool, slots):
-            report.slots = slots
-            _run_pool(pool, slots, tasks(slots), absorb, over_budget, report)
-    report.seconds = time.perf_counter() - started
+    try:
+        if plan.jobs <= 1 and plan.executor == "local":
+            for task in tasks(1):
+                if over_budget():
+                    report.stopped_by_budget = True
+                    break
+                absorb(run_batch(task))
+        else:
+            preload = ["inboxsim.sim.sweep", "inboxsim.reports.store"]
+            with open_executor(plan.executor, plan.jobs, plan.scheduler, preload) as (pool, slots):
+                report.slots = slots
+                _run_pool(pool, slots, tasks(slots), absorb, over_budget, report)
+        report.seconds = time.perf_counter() - started
+    except Interrupted as stop:
+        if store is not None:
+            stop.kept = resume_line(plan, store.path, store)
+        raise
     return report
 
 
@@ -464,7 +471,7 @@ def _run_pool(
                 queue.clear()
             if not running:
                 break
-            done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+            done = first_done(running)
             # Completion order varies between sweeps; absorb a wave in a
             # fixed order so the store's insertion order varies less.
             for future in sorted(done, key=lambda f: running[f].first_run_id):

@@ -144,7 +144,25 @@ def test_a_local_worker_that_dies_is_a_harness_error_keeping_what_was_written(
     assert len(set(seeds)) == len(seeds)
 
 
-def test_a_time_budget_stops_starting_new_seeds() -> None:
+class _Ticks:
+    """A clock that moves 0.05 s per reading: the budget runs out after a
+    fixed number of readings, whatever the machine's load (no wall clock)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        self.now += 0.05
+        return self.now
+
+    def process_time(self) -> float:
+        return 0.0
+
+
+def test_a_time_budget_stops_starting_new_seeds(monkeypatch: pytest.MonkeyPatch) -> None:
+    import inboxsim.sim.sweep as sweep_module
+
+    monkeypatch.setattr(sweep_module, "time", _Ticks())
     plan = SweepPlan(
         "g4", PRESETS["g4"], RunOptions(ops=30), 0, 10_000, 1, 0.2, 10, checkers_module()
     )

@@ -20,6 +20,7 @@ from inboxsim.model import PRESETS
 from inboxsim.reports import store as store_mod
 from inboxsim.reports.store import SCHEMA_VERSION, Store, open_store, write_results
 from inboxsim.sim.run import RunOptions, run_seed
+from inboxsim.tests.harness_faults import end_of_run, harness_of
 
 from .store_versions import v1_copy, v3_copy
 
@@ -180,6 +181,7 @@ def test_killed_sweep_leaves_whole_runs(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
+    harness = None
     try:
         assert sweep.stderr is not None
         # Plain progress lines on stderr (not a terminal): wait for a few batches.
@@ -190,10 +192,11 @@ def test_killed_sweep_leaves_whole_runs(tmp_path: Path) -> None:
                 lines += 1
         assert sweep.poll() is None, "the sweep finished before it could be killed"
         time.sleep(0.2)
+        harness = harness_of(sweep.pid)
         sweep.send_signal(signal.SIGKILL)
     finally:
         sweep.kill()
-        sweep.wait()
+        end_of_run(sweep, harness)  # it ends its processes, then lets go of the store
     assert sweep.returncode == -signal.SIGKILL
     with open_store(path) as s:
         n = _consistent(s.con)
