@@ -409,6 +409,43 @@ def run_scenarios(
     raise typer.Exit(command.exit_code(results))
 
 
+@app.command("coverage")
+def coverage_command(
+    out: Annotated[
+        str | None,
+        typer.Option(
+            "--out", help="Write the page to this file (default: print it).", show_default=False
+        ),
+    ] = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check", help="With --out: exit 1 if the file is not current; write nothing."
+        ),
+    ] = False,
+) -> None:
+    """OpenCode's inbox tests and the library scenarios that carry them (docs/coverage.md).
+
+    Generated from scenarios/opencode_tests.toml and each scenario's [[carries]]
+    tables. Exits 2 when a citation names no test or a test is neither carried
+    nor out of scope; with --check, 1 when the file is out of date.
+    """
+    from pathlib import Path
+
+    from inboxsim.scenarios import coverage
+
+    if out is None:
+        if check:
+            raise HarnessError("--check needs --out FILE: the page to compare")
+        typer.echo(coverage.render(coverage.coverage()), nl=False)
+        return
+    current = coverage.write(Path(out), check=check)
+    if check and not current:
+        print(f"coverage: {out} is not current: inboxsim coverage --out {out}", file=sys.stderr)
+        raise typer.Exit(1)
+    print(f"coverage: {out} {'is current' if current else 'written'}", file=sys.stderr)
+
+
 # --- invariants (issue 3: the invariant checkers) -------------------------------
 
 
@@ -561,7 +598,11 @@ def conformance_command(
     ] = 40,
     scenario: Annotated[
         list[str] | None,
-        typer.Option("--scenario", help="Run only this library scenario (repeatable).", show_default=False),
+        typer.Option(
+            "--scenario",
+            help="Run only these library scenarios: a name, a topic folder or a glob (repeatable).",
+            show_default=False,
+        ),
     ] = None,
     no_library: Annotated[bool, typer.Option("--no-library", help="Skip the scenario library.")] = False,
     adapter_timeout: Annotated[

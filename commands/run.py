@@ -5,6 +5,7 @@ can run the library the same way).
 
 from __future__ import annotations
 
+import glob
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,19 +13,51 @@ from typing import Any
 
 from ..errors import ExitCode, HarnessError
 from ..model import Policy
-from ..scenarios.load import LoadedScenario, library_paths, load_scenario, resolve_policy
+from ..scenarios.load import (
+    LoadedScenario,
+    library_paths,
+    load_scenario,
+    resolve_policy,
+    select_library,
+)
 from ..scenarios.runner import Failure, ScenarioResult, TargetFactory, default_monitor, run_scenario
 from ..targets.target import Target
 
 
 def gather(files: Sequence[str], library: bool) -> list[LoadedScenario]:
     """Load every file (all of them first: a malformed file stops the command
-    before anything runs)."""
+    before anything runs). Each argument is a scenario file, a folder (its
+    ``.toml`` files, recursively), a glob (``**`` recurses), or else a
+    selector of the library: a scenario name, a topic folder, a glob over
+    "topic/name" (:func:`~.load.select_library`)."""
     if not files and not library:
         raise HarnessError("run needs scenario files, or --library for the named library")
     paths: list[str] = [str(p) for p in library_paths()] if library else []
-    paths += list(files)
+    for given in files:
+        paths += expand(given)
     return [load_scenario(p) for p in paths]
+
+
+def expand(given: str) -> list[str]:
+    """The scenario files one ``run`` argument names (see :func:`gather`)."""
+    path = Path(given)
+    if path.is_dir():
+        found = sorted(str(p) for p in path.rglob("*.toml"))
+        if not found:
+            raise HarnessError(f"{given}: no scenario files (*.toml) in this folder")
+        return found
+    if path.exists():
+        return [given]
+    if glob.has_magic(given):
+        matched = sorted(p for p in glob.glob(given, recursive=True) if Path(p).is_file())
+        if matched:
+            return matched
+    if given.endswith(".toml"):
+        return [given]  # load_scenario says that it cannot be read
+    try:
+        return [str(p) for p in select_library([given])]
+    except HarnessError as exc:
+        raise HarnessError(f"{given}: no such scenario file or folder; {exc}") from None
 
 
 def adapter_factory(command: str, timeout: float, workdir: Path) -> TargetFactory:
@@ -65,15 +98,19 @@ def run_all(
     for number, loaded in enumerate(scenarios, start=1):
         if progress:
             print(f"run: [{number}/{len(scenarios)}] {loaded.name}", file=sys.stderr)
+        judge = monitor is not None  # True: the checkers the run's policy calls for
+        # --policy naming the file's own policy runs it as the file's own
+        own = override is not None and override.name == loaded.scenario.policy
+        chosen = None if own else override
         if target_factory is None:
-            results.append(run_scenario(loaded, override, monitor=monitor))
+            results.append(run_scenario(loaded, chosen, monitor=judge))
         else:
-            results.append(_run_on_adapter(loaded, override, monitor, target_factory))
+            results.append(_run_on_adapter(loaded, chosen, judge, target_factory))
     return results, monitor is not None
 
 
 def _run_on_adapter(
-    loaded: LoadedScenario, policy: Policy | None, monitor: Any, factory: TargetFactory
+    loaded: LoadedScenario, policy: Policy | None, monitor: bool, factory: TargetFactory
 ) -> ScenarioResult:
     from .. import __version__
     from ..targets.protocol import ProtocolError
@@ -86,7 +123,7 @@ def _run_on_adapter(
         empty = Trace(TraceHeader(None, chosen.name, "adapter", {}, __version__), ())
         failure = Failure(None, f"protocol error: {error}")
         return ScenarioResult(
-            loaded.name, loaded.origin, chosen.name, (failure,), empty, "", monitor is not None, 0
+            loaded.name, loaded.origin, chosen.name, (failure,), empty, "", monitor, 0
         )
 
 

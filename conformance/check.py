@@ -371,7 +371,8 @@ def scenario_item(
                 "scenario",
                 scenario.name,
                 "not testable",
-                f"its expectations are {scenario.policy}'s and break under {policy.name}",
+                f"its expectations are {Path(scenario.policy).stem}'s and break under "
+                f"{policy.name}",
                 repro,
             ),
             {},
@@ -600,7 +601,7 @@ def conformance(
 ) -> ConformanceReport:
     """Check an adapter (``command``: argv list or a command line) against the
     model under ``policy``: the scenario library (``scenarios`` narrows it to
-    some names; ``library=False`` skips it), then ``seeds`` seeds from
+    some names, topic folders or globs; ``library=False`` skips it), then ``seeds`` seeds from
     ``seed_start``. Never raises for the target's failures: they are the
     report's items. Raises :class:`HarnessError` for bad usage.
 
@@ -613,7 +614,7 @@ def conformance(
     workers): see :func:`_seed_outcomes`. The library always runs here."""
     from ..invariants.registry import REGISTRY
     from ..model import load_policy
-    from ..scenarios.load import load_library
+    from ..scenarios.load import load_library, load_scenario, select_library
 
     argv = split_command(command) if isinstance(command, str) else list(command)
     if not argv:
@@ -632,17 +633,10 @@ def conformance(
     started = time.perf_counter()
     chosen: list[Any] = []
     if library:
-        loaded = load_library()
-        if scenarios:
-            known = {s.scenario.name: s for s in loaded}
-            missing = [n for n in scenarios if n not in known]
-            if missing:
-                raise HarnessError(
-                    f"no library scenario named {', '.join(missing)}; known: {', '.join(known)}"
-                )
-            chosen = [known[n] for n in scenarios]
-        else:
-            chosen = loaded
+        # names, topic folders or globs (scenarios.load.select_library)
+        chosen = (
+            [load_scenario(p) for p in select_library(scenarios)] if scenarios else load_library()
+        )
     not_testable: dict[str, str] = {}
     failing: list[tuple[Item, Any]] = []  # (item, the loaded scenario or the seed)
     watch = ReadyWatch()

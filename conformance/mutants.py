@@ -15,9 +15,9 @@ expectation; a protocol error or a harness crash is reported as such and does
 not count (the mutant should fail by behaving wrongly, not by breaking the
 protocol).
 
-Library scenarios that name a ``planted_bug`` use these names: the mutant
-with the same name is the bug the scenario was written to catch
-(:func:`library_planted_bugs` lists them and whether a mutant exists).
+Library scenarios whose ``breaker`` is a planted bug use these names: the
+mutant with the same name is the bug the scenario was written to catch
+(:func:`library_planted_bugs` lists them).
 """
 
 from __future__ import annotations
@@ -63,6 +63,9 @@ volatile-inbox | durability
 promotion-not-atomic | durability
     promotion deletes the pending row and inserts the message in two transactions: a crash
     between loses the input
+promotion-listener-before-commit | durability
+    the after-promotion notification (the after_promotion point) runs before the
+    boundary's promotions commit: a crash there loses them
 double-promotion-after-crash | durability
     a batch's pending rows are deleted only when the whole batch is done: a crash mid-batch
     promotes an input twice
@@ -72,10 +75,16 @@ dedup-by-content | admission
     an input without an ID is merged into a pending row with the same payload
 second-barrier | admission
     no one-barrier rule: a compaction with a new ID adds a second barrier
+pending-unknown-session-empty | admission
+    log, messages and pending of an unknown session answer an empty list instead of
+    session_not_found
 omitted-id-reuses-last | ids
     an omitted input ID reuses the last generated ID (counter read, not bumped)
 per-session-ids | ids
     the ID namespace is per session: another session's ID is judged as a retry there
+owner-ignores-kind | ids
+    ID ownership is checked by session alone: a compaction may take the ID of the
+    session's own prompt
 ids-freed-for-everyone | ids
     an ID whose lifecycle ended (consumed barrier, committed revert) is free for any session
     and kind, and generated IDs may reuse it
@@ -89,8 +98,13 @@ retry-appends-admission | retry
     an exact retry of a pending input re-admits it (new admitted event, new seq and time)
 retry-receipt-promotion-time | retry
     a retry after promotion returns the promotion time instead of the admission time
+retry-no-wake | retry
+    an exact retry returns the receipt but wakes nothing, whatever its resume
 retry-skips-revert-commit | revert
     a prompt retry under a staged revert returns the receipt without committing the revert
+revert-commit-before-validation | revert
+    a prompt commits the staged revert before its fields are checked: an invalid prompt
+    still truncates
 one-steer-per-boundary | promotion
     a boundary promotes only the oldest pending steer
 queue-batch | promotion
@@ -107,13 +121,22 @@ steer-promotes-mid-step | promotion
     a steer admitted during a step becomes visible at once, not at the next boundary
 message-time-is-admission | time
     a promoted message is stamped with its admission time instead of the boundary's
+transcript-by-admission-order | ordering
+    messages are listed in admission order instead of promotion (seq) order
 barrier-ignored | barrier
     a pending compaction barrier does not block promotion: a drain promotes and steps before
     compacting
+compaction-only-at-drain-start | barrier
+    a pending compaction runs only when a drain starts, not at the step boundary after
+    each step
 barrier-kept-on-error | barrier
     a failed compaction logs its failure but keeps its barrier
 revert-removes-barrier | barrier
     a committed revert also removes a compaction barrier past the boundary
+interrupt-keeps-barrier | barrier
+    interrupting a compaction call neither settles it nor consumes its barrier
+pending-hides-barrier | barrier
+    the pending listing shows user and synthetic rows only, not the compaction barrier
 compaction-error-ends-drain | execution
     an error on a compaction call fails the execution instead of letting the drain go on
 no-step-reset | execution
@@ -122,10 +145,24 @@ final-off-by-one | execution
     the final flag is set one step before the allowance's last step
 tool-on-final-continues | execution
     a tool answer on the final step continues instead of counting as stop
+error-as-stop | execution
+    an error answer on a step is read as stop: the step ends and the execution succeeds
+terminal-per-drain | execution
+    each drain of an execution, the follow-up included, logs its own execution_succeeded
+ended-execution-kept | execution
+    an execution that failed or was interrupted stays registered: a later wake or resume
+    joins it and nothing runs
 doorbell-dropped-on-failure | wake
     a wake rung during a step that fails is forgotten: no follow-up execution
 follow-up-drain-forced | wake
     the follow-up drain a rung doorbell gives is forced: a model call with nothing to promote
+resume-forces-follow-up | wake
+    a resume that joins a running execution turns its follow-up into a forced drain: a
+    model call with nothing to promote
+one-session-at-a-time | wake
+    one runner for all sessions: a session woken while another runs waits until it ends
+compact-no-wake | wake
+    a compaction request records its barrier but wakes nothing
 restart-resumes-pending | wake
     a (re)started process wakes every session with pending input: replay that wakes
 resume-as-wake | wake
@@ -138,6 +175,10 @@ interrupt-clears-inbox | interrupt
     interrupt deletes the session's pending input
 idle-interrupt-appends | interrupt
     interrupt on an idle session logs an execution_interrupted event
+interrupt-keeps-doorbell | interrupt
+    a wake rung before an interrupt survives it and starts a successor execution
+interrupt-leaves-call-open | interrupt
+    the interrupted step's call stays listed as open
 revert-keeps-boundary | revert
     a committed revert truncates after the boundary message, keeping it (> instead of >=)
 revert-keeps-pending | revert
@@ -148,6 +189,8 @@ fork-copies-pending | fork
     a fork copies the parent's pending input into the child's inbox
 copied-from-not-root | fork
     a copy of a copy names its immediate original, not the root message
+fork-copy-ids-unstable | fork
+    a fork's copies are renamed by each new process: their IDs do not survive a restart
 """
 
 
@@ -181,12 +224,13 @@ def mutant_command(name: str | None) -> tuple[list[str], dict[str, str]]:
 
 
 def library_planted_bugs() -> dict[str, str]:
-    """Library scenario name -> its ``planted_bug`` name."""
+    """Library scenario name -> the planted bug its ``breaker`` names (scenarios
+    broken by a policy preset are left out)."""
 
     out = {}
     for loaded in load_library():
-        bug = loaded.scenario.planted_bug
-        if bug is not None:
+        bug = loaded.scenario.breaker
+        if bug is not None and not bug.preset:
             out[loaded.scenario.name] = bug.name
     return out
 

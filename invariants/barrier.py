@@ -149,7 +149,8 @@ class BarrierEventChecker(Checker):
 
 class CoalesceChecker(Checker):
     """Spec 4.12: compact while a barrier exists returns that barrier and
-    appends nothing."""
+    appends nothing (under ``abandoned_compaction = "settle"``, unless the
+    request first settled that barrier as abandoned)."""
 
     ids = (COALESCES,)
     step_scoped = ("barrier",)
@@ -167,6 +168,10 @@ class CoalesceChecker(Checker):
         b = self.barrier
         if b is None or not ctx.ok:
             return
+        if self.env.policy.abandoned_compaction == "settle" and any(
+            e.type == "compaction_failed" and e.input == b.input for e in ctx.step.observed.events
+        ):
+            return  # G5: an abandoned barrier is settled first, then a new one admitted
         self.env.hit(COALESCES)
         got = ctx.result.get("input")
         fresh = [x for x, (_, r) in ctx.admitted.items() if r.type == "compaction"]

@@ -135,9 +135,18 @@ class DurabilityChecker(Checker):
     """Every input whose admission was acknowledged, and every input whose
     admission event exists, is at every observation exactly once pending or
     visible in its session, unless a committed revert discarded it (or, for
-    a barrier, its compaction ended or failed). Crashes change nothing."""
+    a barrier, its compaction ended or failed). Crashes change nothing. (A
+    fork's copy acknowledged by a retry judged from the message, under
+    ``retry_after_promotion = "message"``, has no admission: it is visible.)"""
 
     ids = (DURABLE,)
+
+    def _reconciled_copy(self, session: str, x: str) -> bool:
+        if self.env.policy.retry_after_promotion != "message":
+            return False
+        sh = self.t.sessions.get(session)
+        msg = sh.visible.get(x) if sh is not None else None
+        return msg is not None and msg.copied_from is not None
 
     def end(self, ctx: StepCtx) -> None:
         env = self.env
@@ -146,6 +155,8 @@ class DurabilityChecker(Checker):
             env.hit(DURABLE)
             x = ctx.result.get("input") or ""
             life = self.t.lives.get(x)
+            if life is None and self._reconciled_copy(ctx.session or "", x):
+                return
             if life is None or life.row.session != ctx.session:
                 env.fail(
                     DURABLE,

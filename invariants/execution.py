@@ -76,8 +76,12 @@ class WakeChecker(Checker):
         what = f"{op.OP if op else 'request'} {ctx.result.get('input')} at step {ctx.index}"
         started = work[0].type if work else (words.call(opened) if opened else "")
         env.hit(WAKE)
+        # G5's empty compaction (empty_compaction = "fail") settles without a call.
+        settled_empty = self.env.policy.empty_compaction == "fail" and any(
+            e.type == "compaction_failed" for e in ctx.by_session.get(sid, ())
+        )
         if wakes and pending:
-            if opened is None:
+            if opened is None and not settled_empty:
                 env.fail(
                     WAKE,
                     (ctx.index,),
@@ -463,7 +467,8 @@ class CompactionErrorChecker(Checker):
 class InterruptChecker(Checker):
     """Spec 4.28 and 4.29: an interrupt stops the execution without deleting
     pending input or starting a successor; an idle interrupt changes nothing;
-    an unknown session is session_not_found. The one row an interrupt may
+    an unknown session is session_not_found (a no-op under ``interrupt_unknown
+    = "no_op"``). The one row an interrupt may
     remove is the barrier of the compaction call it cancels (spec 3.8: an
     interrupted manual compaction fails, and its barrier is consumed); a
     barrier waiting behind an interrupted step stays."""
@@ -494,6 +499,16 @@ class InterruptChecker(Checker):
         reply = ctx.reply
         if not self.known:
             env.hit(IDLE_INTERRUPT)
+            if env.policy.interrupt_unknown == "no_op":  # open point A10, G5's rule
+                quiet = ctx.ok and ctx.result.get("interrupted") is False
+                if not quiet or ctx.step.observed.events:
+                    env.fail(
+                        IDLE_INTERRUPT,
+                        (ctx.index,),
+                        f"interrupt of unknown session {sid} at step {ctx.index} was not a no-op "
+                        "(interrupt_unknown = no_op)",
+                    )
+                return
             if getattr(reply, "code", None) != "session_not_found":
                 env.fail(
                     IDLE_INTERRUPT,

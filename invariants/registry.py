@@ -376,7 +376,8 @@ _ENTRIES: tuple[Invariant, ...] = (
     Invariant(
         "barrier-coalesces",
         "compact while a barrier is pending returns that barrier and admits nothing (no "
-        "compaction_admitted; like any compact it then wakes the session).",
+        "compaction_admitted; like any compact it then wakes the session); under "
+        "abandoned_compaction = settle, a barrier a crash cut short is settled first.",
         "spec §4.12, §3.8 (the operation then wakes execution)",
         ("barrier",),
         ALWAYS,
@@ -482,7 +483,7 @@ _ENTRIES: tuple[Invariant, ...] = (
     Invariant(
         "idle-interrupt-noop",
         "Interrupting an idle session changes nothing and answers interrupted: false; an unknown "
-        "session fails with session_not_found.",
+        "session fails with session_not_found (under interrupt_unknown = no_op it is a no-op too).",
         "spec §4.29; seed (an idle interrupt changes nothing)",
         ("interrupt",),
         ALWAYS,

@@ -185,6 +185,9 @@ def _synthetic(tx: Tx, op: Synthetic) -> dict[str, Any]:
 
 
 def _compact(tx: Tx, op: Compact) -> dict[str, Any]:
+    settle = tx.policy.abandoned_compaction == "settle"
+    if settle and op.session in tx.store.sessions and op.session not in tx.runs:
+        runner.settle_abandoned(tx, op.session)  # before another compaction is admitted
     receipt = inbox.compact(tx, op)
     runner.wake(tx, op.session)
     return receipt.to_wire()
@@ -197,6 +200,8 @@ def _resume(tx: Tx, op: Resume) -> dict[str, Any]:
 
 
 def _interrupt(tx: Tx, op: Interrupt) -> dict[str, Any]:
+    if op.session not in tx.store.sessions and tx.policy.interrupt_unknown == "no_op":
+        return {"interrupted": False}  # delegated without a lookup (open point A10)
     tx.session(op.session)
     return {"interrupted": runner.interrupt(tx, op.session)}
 

@@ -134,6 +134,8 @@ def fork(tx: Tx, op: Fork) -> None:
     parent = tx.session(op.session)
     if op.child in tx.store.sessions:
         raise Failed("invalid_request", f"fork target {op.child!r} already exists")
+    if not parent.transcript and tx.policy.fork_empty == "reject":
+        raise Failed("invalid_request", f"session {op.session!r} has no message to fork (G5)")
     if op.before is None:
         # A9: the whole reserved sequence; a fresh fork's copies lie past its last event.
         cutoff = parent.next_seq - 1

@@ -22,6 +22,10 @@ BarrierBlocks = Literal["all", "after"]
 SyntheticDelivery = Literal["steer_or_queue", "always_steer", "none"]
 Lifecycles = Literal["shared", "parallel", "parallel_merged"]
 StepEvents = Literal["at_call", "on_response"]
+InterruptUnknown = Literal["not_found", "no_op"]
+EmptyCompaction = Literal["call", "fail"]
+AbandonedCompaction = Literal["rerun", "settle"]
+ForkEmpty = Literal["copy", "reject"]
 PromotedEventTime = Literal["promotion", "admission"]
 RevertBoundary = Literal["removed", "kept"]
 StagedRevertPrompt = Literal["commits", "admits"]
@@ -89,6 +93,27 @@ class Policy:
     it comes with the answer (an error answer gives ``step_started`` +
     ``step_failed``), and a step whose call is interrupted or lost before any
     response has no step event."""
+    interrupt_unknown: InterruptUnknown = "not_found"
+    """``interrupt`` of a session with no record. ``not_found`` (the G4
+    contract, spec 3.7; adapter protocol: ``session_not_found`` in every
+    operation) or ``no_op`` (the interrupt delegation of G2's code and of
+    G3/G5, which checks nothing: ``{"interrupted": false}``), open point A10."""
+    empty_compaction: EmptyCompaction = "call"
+    """A manual compaction of a session with no visible message. ``call``
+    (adapter protocol: the compaction call opens even with nothing to
+    summarize) or ``fail`` (G5, spec 3.8: it fails at once, "Nothing to
+    compact yet", opening no call; its barrier is consumed and the drain goes
+    on)."""
+    abandoned_compaction: AbandonedCompaction = "rerun"
+    """A compaction that started and was cut short by a crash (its barrier
+    still pending). ``rerun`` (the model's G4 reading: the next drain runs it
+    again) or ``settle`` (G5 runner tests, spec 6.4: it is first settled as
+    failed, "Compaction abandoned", when the session's next execution starts
+    or when another compaction is requested, and that one is admitted)."""
+    fork_empty: ForkEmpty = "copy"
+    """A fork of a session with no visible message. ``copy`` (G4: an empty
+    child) or ``reject`` (G5's ``ForkEmptyError``, spec 2.7 and A9: the
+    fork fails with ``invalid_request`` and changes nothing)."""
 
     promoted_event_time: PromotedEventTime = "promotion"
     """The ``time`` of the durable ``promoted`` event. ``promotion`` (G4 and
@@ -209,6 +234,10 @@ _CHOICES: dict[str, tuple[object, ...]] = {
     "synthetic_delivery": ("steer_or_queue", "always_steer", "none"),
     "lifecycles": ("shared", "parallel", "parallel_merged"),
     "step_events": ("at_call", "on_response"),
+    "interrupt_unknown": ("not_found", "no_op"),
+    "empty_compaction": ("call", "fail"),
+    "abandoned_compaction": ("rerun", "settle"),
+    "fork_empty": ("copy", "reject"),
     "promoted_event_time": ("promotion", "admission"),
     "revert_boundary": ("removed", "kept"),
     "staged_revert_prompt": ("commits", "admits"),

@@ -195,7 +195,22 @@ def _execution_event(tx: Tx, session: str, kind: str, data: dict[str, str] | Non
 
 def _start(tx: Tx, session: str, w: Work) -> None:
     _execution_event(tx, session, "execution_started")
+    if tx.policy.abandoned_compaction == "settle":
+        settle_abandoned(tx, session)
     tx.work[session] = Work("drain", w.forced, w.doorbell)
+
+
+def settle_abandoned(tx: Tx, session: str) -> None:
+    """Settle a compaction a crash cut short as failed (``abandoned_compaction
+    = "settle"``): its barrier is pending and its last event is its start. Only
+    called where no execution of this session is running it."""
+    log = tx.log(session)
+    barrier = log.barrier()
+    if barrier is None:
+        return
+    last = [e.type for e in log.events if e.input == barrier.input][-1]
+    if last == "compaction_started":
+        _settle_compaction(tx, session, failed=True, error="Compaction abandoned")
 
 
 def _drain(tx: Tx, session: str, w: Work) -> None:
@@ -337,6 +352,12 @@ def _open_compaction(
 ) -> None:
     barrier = tx.log(session).barrier()
     assert barrier is not None
+    if tx.policy.empty_compaction == "fail" and not tx.log(session).transcript:
+        # G5: "Nothing to compact yet"; no call, and the drain goes on as
+        # after a failed compaction call.
+        _settle_compaction(tx, session, failed=True, error="Nothing to compact yet")
+        tx.work[session] = Work("compacted", forced, doorbell, step, cont, phase)
+        return
     call = tx.open_call(session, "compaction", 0, False)
     tx.append(session, "compaction_started", barrier.input, {"reason": "manual"})
     tx.runs[session] = Run(call, phase, forced, step, cont, doorbell)

@@ -10,8 +10,10 @@ by scanning the text, a line.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -204,13 +206,52 @@ def _line_of(text: str, loc: tuple[Any, ...]) -> int | None:
 
 
 # --- the named library --------------------------------------------------------
+#
+# The library is a folder of topic folders (admission, retry, promotion, ...),
+# each holding scenario files named after their scenarios. A selector names
+# a scenario, a topic folder, or a glob over "topic/name" (``retry/*``,
+# ``*barrier*``): ``run`` and ``conformance --scenario`` take them.
+
+
+def library_root() -> Path:
+    return Path(str(resources.files("inboxsim.scenarios").joinpath("library")))
 
 
 def library_paths() -> list[Path]:
-    """The library's scenario files, sorted by name."""
-    folder = resources.files("inboxsim.scenarios").joinpath("library")
-    return sorted(Path(str(p)) for p in folder.iterdir() if p.name.endswith(".toml"))
+    """The library's scenario files, sorted by topic folder, then name."""
+    return sorted(library_root().rglob("*.toml"))
 
 
 def load_library() -> list[LoadedScenario]:
     return [load_scenario(p) for p in library_paths()]
+
+
+def library_key(path: Path) -> str:
+    """A library file's "topic/name" (its path in the library, no suffix)."""
+    return path.relative_to(library_root()).with_suffix("").as_posix()
+
+
+def select_library(selectors: Sequence[str]) -> list[Path]:
+    """The library files that the selectors name, in library order, each once:
+    a scenario name, a topic folder, or a glob over "topic/name" or name."""
+    paths = library_paths()
+    keys = {p: library_key(p) for p in paths}
+    chosen: set[Path] = set()
+    for selector in selectors:
+        pattern = selector.strip("/")
+        hits = [
+            p
+            for p, key in keys.items()
+            if pattern in (key, p.stem)
+            or key.startswith(pattern + "/")
+            or fnmatch.fnmatchcase(key, pattern)
+            or fnmatch.fnmatchcase(p.stem, pattern)
+        ]
+        if not hits:
+            topics = sorted({key.partition("/")[0] for key in keys.values() if "/" in key})
+            raise HarnessError(
+                f"no library scenario matches {selector!r}: give a scenario name, a topic "
+                f"folder ({', '.join(topics)}) or a glob such as 'retry/*'"
+            )
+        chosen.update(hits)
+    return [p for p in paths if p in chosen]

@@ -34,7 +34,7 @@ def write_scenario(
     step_limit: int | None = None,
     tags: Iterable[str] = (),
     breaks_under: Iterable[str] = (),
-    planted_bug: tuple[str, str] | None = None,
+    breaker: tuple[str, int, str] | None = None,
     expect_violation: str | None = None,
 ) -> str:
     """Render ``steps`` (a trace's steps, hellos included or not) as a
@@ -59,10 +59,9 @@ def write_scenario(
         lines.append(f"tags = {toml_value(list(tags))}")
     if breaks_under:
         lines.append(f"breaks_under = {toml_value(list(breaks_under))}")
-    if planted_bug is not None:
-        lines.append(
-            f"planted_bug = {toml_value({'name': planted_bug[0], 'reason': planted_bug[1]})}"
-        )
+    if breaker is not None:
+        name, step, reason = breaker
+        lines.append(f"breaker = {toml_value({'name': name, 'step': step, 'reason': reason})}")
     if expect_violation is not None:
         lines.append(f"expect_violation = {toml_value(expect_violation)}")
     for table in _step_tables(steps):

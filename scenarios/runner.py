@@ -16,6 +16,7 @@ violated). Every failure names the scenario step it belongs to.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -119,10 +120,17 @@ def run_scenario(
     monitor: MonitorFactory | None | bool = True,
 ) -> ScenarioResult:
     """Run one scenario. ``policy`` overrides the file's; ``monitor=True``
-    uses the invariant checkers when available, ``False``/``None`` none."""
+    uses the invariant checkers when available (every one; only those the
+    file's own policy keeps for a file that says ``invariants = "expected"``
+    and runs under that policy), ``False``/``None`` none."""
     scenario = loaded.scenario
     chosen = policy if policy is not None else resolve_policy(scenario.policy, loaded.origin)
     factory = default_monitor() if monitor is True else (monitor or None)
+    if monitor is True and factory is not None and policy is None:
+        if scenario.invariants == "expected":
+            # A file written for its policy's own rules, where they depart
+            # from g4's: judged by the invariants that policy keeps.
+            factory = functools.partial(factory, only_expected=True)
     started = time.perf_counter()
     target = target_factory(chosen, scenario.step_limit)
     try:
@@ -146,10 +154,12 @@ class _Run:
         # target generated before the file names it literally is still gen:N.
         self.names = Names()
         self.violations: list[Any] = []
+        self.events: list[Any] = []  # every event observed, in order (for log's symbolic after)
 
     def record(self, number: int | None, decision: str, step: Step) -> None:
         self.steps.append(step)
         self.labels.append(number)
+        self.events.extend(step.observed.events)
         self.view.absorb(step.observed)
         self.names.absorb(step.reply, step.observed)
         if self.monitor is not None:
@@ -219,7 +229,7 @@ def execute(
             ]
             continue
         run.names.name(spec.input)
-        op, problem = build_op(spec, now, run.view, run.names)
+        op, problem = build_op(spec, now, run.view, run.names, run.events)
         if op is None:
             # The scenario cannot go on meaningfully (its call or message is not
             # there): a failure of the target, reported at this step.
@@ -281,10 +291,26 @@ def _judge_violations(scenario: Scenario, run: _Run, checked: bool) -> list[Fail
 # --- building a request ---------------------------------------------------------
 
 
-def build_op(spec: StepSpec, now: int, view: View, names: Names) -> tuple[Op | None, str | None]:
-    """The request a step stands for, references resolved; or None and why."""
+def build_op(
+    spec: StepSpec, now: int, view: View, names: Names, events: Sequence[Any] = ()
+) -> tuple[Op | None, str | None]:
+    """The request a step stands for, references resolved; or None and why.
+    A log's ``after = "TYPE:INPUT"`` is the seq of the last such event seen in
+    its session (seq values are the target's own, so a file names the event)."""
     assert spec.op is not None
     fields = spec.request_fields()
+    if isinstance(fields.get("after"), str):
+        kind, _, symbol = fields["after"].partition(":")
+        seqs = [
+            e.seq
+            for e in events
+            if e.session == fields.get("session")
+            and e.type == kind
+            and (not symbol or (e.input is not None and names.symbol(e.session, e.input) == symbol))
+        ]
+        if not seqs:
+            return None, f"after = {fields['after']!r} names no event the target has shown"
+        fields["after"] = seqs[-1]
     if spec.op == "answer" and "session" in fields:
         session = fields.pop("session")
         call = next((c for c in view.calls if c.session == session), None)
@@ -373,6 +399,18 @@ def check_step(
             types, wanted = _inbox_events(types), _inbox_events(wanted)
         if types != wanted:
             out.append(f"expected events {wanted}, got {types}")
+    if spec.expect_log is not None:
+        logged = [
+            e["type"] + (f":{names.symbol(spec.session, e['input'])}" if e.get("input") else "")
+            for e in (result or {}).get("events", ())
+            if not e["type"].startswith("other:")
+        ]
+        wanted = list(spec.expect_log)
+        if policy is not None and policy.step_events == "on_response":
+            logged, wanted = _inbox_events(logged), _inbox_events(wanted)
+        if result is None or logged != wanted:
+            got = logged if result is not None else _show(reply)
+            out.append(f"expected log {wanted}, got {got}")
     return out
 
 

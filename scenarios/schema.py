@@ -1,10 +1,22 @@
 """The scenario file format, as pydantic models (``extra="forbid"``, strict types).
 
 A scenario is a readable TOML file: a header (``name``, ``source``, ``policy``,
-``step_limit``, ``tags``, ``breaks_under``, ``planted_bug``,
-``expect_violation``) and an ordered list of ``[[step]]`` tables. A step is
-either one protocol operation (``op`` plus that operation's fields) or
-``kill = true``, a crash between requests. Expectations sit on the step they
+``step_limit``, ``tags``, ``breaks_under``, ``breaker``, ``invariants``,
+``expect_violation``),
+the OpenCode tests it carries (``[[carries]]`` tables) and an ordered list of
+``[[step]]`` tables. A step is either one protocol operation (``op`` plus that
+operation's fields) or ``kill = true``, a crash between requests.
+
+A scenario that cannot fail is not a test: ``breaker`` names what breaks it (a
+policy preset, or a planted bug of the SQLite inbox) and the step at which it
+fails then; ``tests/test_breakers.py`` checks that it does. A ``[[carries]]``
+table quotes one OpenCode test by its exact name (spec section 6) and says how
+the scenario carries it: ``covered`` (what the test checks, through the
+protocol), ``analog`` (the nearest behaviour the protocol defines; ``note``
+says what differs) or ``differs`` (OpenCode's rule under the scenario's
+policy, where the protocol's default pins another; ``note`` says which
+generation's). ``docs/coverage.md`` is generated from these tables
+(:mod:`.coverage`). Expectations sit on the step they
 judge and compare only what compares across implementations (``docs/cli.md``,
 "Lockstep"): the harness's own IDs, orders and error codes, never
 seq values, times or generated IDs.
@@ -21,7 +33,7 @@ expectations, so that a file stays valid against any implementation:
 from __future__ import annotations
 
 from dataclasses import fields as dc_fields
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -45,6 +57,7 @@ EXPECTATIONS = (
     "expect_transcript",
     "expect_calls",
     "expect_events",
+    "expect_log",
 )
 _COMMON = {"op", "kill", "now", "crash_at", *EXPECTATIONS}
 # A kill has no reply: only what is observed after the restart can be expected.
@@ -98,12 +111,43 @@ class CallExpect(_Strict):
     context: list[str] | None = None
 
 
-class PlantedBug(_Strict):
-    """A future SQLite mutant this scenario is meant to kill, for behaviours
-    that no policy preset breaks (a scenario that cannot fail is not a test)."""
+class Breaker(_Strict):
+    """What makes this scenario fail, and where: a policy preset (it must be
+    one of ``breaks_under``), a policy file (a path ending in ``.toml``,
+    relative to the scenario file, as ``policy`` is), or a planted bug of the
+    SQLite inbox (a mutant of ``inboxsim.conformance.mutants.MUTANTS``), and the
+    scenario step whose expectations or invariants it breaks first."""
 
     name: str = Field(min_length=1)
+    step: int = Field(ge=1)
     reason: str = Field(min_length=1)
+
+    @property
+    def preset(self) -> bool:
+        """A policy, preset or file (run on the model), rather than a planted bug."""
+        return self.name in PRESETS or self.name.endswith(".toml")
+
+
+# The parts of the spec's section 6 (OpenCode's test files).
+Section = Literal["6.1", "6.2", "6.3", "6.4", "6.5", "6.6", "6.7", "6.8"]
+SECTIONS: tuple[str, ...] = get_args(Section)
+
+
+class Citation(_Strict):
+    """One OpenCode test this scenario carries (``[[carries]]``)."""
+
+    test: str = Field(min_length=1)  # the test's name, quoted exactly as spec section 6 has it
+    section: Section
+    kind: Literal["covered", "analog", "differs"] = "covered"
+    note: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _noted(self) -> Citation:
+        if self.kind != "covered" and self.note is None:
+            what = "what it does differently" if self.kind == "analog" else "which rule it pins"
+            article = "an" if self.kind == "analog" else "a"
+            raise ValueError(f"{article} {self.kind} citation needs a note saying {what}")
+        return self
 
 
 class StepSpec(_Strict):
@@ -126,7 +170,7 @@ class StepSpec(_Strict):
     child: str | None = None
     before: str | None = None
     message: str | None = None
-    after: int | None = None
+    after: int | str | None = None  # a seq, or "TYPE:INPUT": the seq of that event
     call: str | None = None
     finish: str | None = None
     # --- expectations -------------------------------------------------------
@@ -140,6 +184,7 @@ class StepSpec(_Strict):
     expect_transcript: list[str] | None = None
     expect_calls: list[CallExpect] | None = None
     expect_events: list[str] | None = None
+    expect_log: list[str] | None = None  # a log reply's events: "TYPE" or "TYPE:INPUT"
 
     @model_validator(mode="after")
     def _shape(self) -> StepSpec:
@@ -193,6 +238,13 @@ class StepSpec(_Strict):
         for event in self.expect_events or ():
             if event not in EVENT_TYPES and not event.startswith("other:"):
                 raise ValueError(f"expect_events: {event!r} is not an event type")
+        if self.expect_log is not None and self.op != "log":
+            raise ValueError("expect_log judges the reply of a 'log' op")
+        for entry in self.expect_log or ():
+            if entry.partition(":")[0] not in EVENT_TYPES:
+                raise ValueError(f"expect_log: {entry!r} is not TYPE or TYPE:INPUT")
+        if isinstance(self.after, str) and self.after.partition(":")[0] not in EVENT_TYPES:
+            raise ValueError(f"after = {self.after!r}: a seq, or TYPE:INPUT naming an event")
         return self
 
     @property
@@ -217,8 +269,13 @@ class Scenario(_Strict):
     step_limit: int = Field(default=4, ge=1)
     tags: list[str] = []
     breaks_under: list[str] = []
-    planted_bug: PlantedBug | None = None
+    breaker: Breaker | None = None
+    # "expected": under its own policy the file is judged only by the
+    # invariants that policy keeps (for a file written for rules that depart
+    # from g4's, such as g5's first admission wins); "all": by every one.
+    invariants: Literal["all", "expected"] = "all"
     expect_violation: str | None = None
+    carries: list[Citation] = []
     step: list[StepSpec] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -228,6 +285,18 @@ class Scenario(_Strict):
                 raise ValueError(
                     f"breaks_under: {preset!r} is not a policy preset ({', '.join(PRESETS)})"
                 )
+        if self.breaker is not None:
+            if self.breaker.step > len(self.step):
+                raise ValueError(
+                    f"breaker.step = {self.breaker.step}: the scenario has {len(self.step)} steps"
+                )
+            if self.breaker.name in PRESETS and self.breaker.name not in self.breaks_under:
+                raise ValueError(
+                    f"breaker: preset {self.breaker.name!r} must be listed in breaks_under"
+                )
+        cited = [(c.section, c.test) for c in self.carries]
+        if len(set(cited)) != len(cited):
+            raise ValueError("carries: an OpenCode test is cited twice")
         now = 0  # the runner's hello is at 0; each step defaults to the previous now + 1
         for number, step in enumerate(self.step, start=1):
             if step.now is not None and step.now < now:

@@ -627,7 +627,9 @@ def minimize_steps(
     (operations + faults, steps, fields, text), so the loop ends."""
 
     header = {
-        k: v for k, v in table.items() if k not in ("step", "expect_violation", "planted_bug")
+        k: v
+        for k, v in table.items()
+        if k not in ("step", "expect_violation", "breaker", "carries")
     }
     steps0 = tuple(
         tuple(sorted((k, freeze(v)) for k, v in s.items() if not k.startswith("expect_")))

@@ -4,7 +4,7 @@ lifecycle ended is free for any session and kind).
 
 Each scenario passes on the model (``test_scenarios``) and on the correct
 SQLite inbox (``test_mutants::test_the_correct_build_survives_the_library``),
-and fails on the planted bug (``test_every_planted_bug_scenario_fails_on_its_mutant``).
+and fails on the planted bug it names as its breaker (``test_breakers``).
 Here: the minimal repro that ``inboxsim conformance`` shrinks through the
 buggy adapter names what went wrong, the conflict the model answers, and it
 fails on that adapter alone while the model passes it.
@@ -38,9 +38,9 @@ NAMED = {
 
 def test_every_scenario_of_the_rule_plants_the_bug() -> None:
     planted = {
-        s.scenario.name: s.scenario.planted_bug.name
+        s.scenario.name: s.scenario.breaker.name
         for s in load_library()
-        if s.scenario.planted_bug is not None
+        if s.scenario.breaker is not None
     }
     assert {name: planted.get(name) for name in NAMED} == dict.fromkeys(NAMED, BUG)
 

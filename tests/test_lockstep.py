@@ -14,7 +14,7 @@ import pytest
 
 from inboxsim.conformance.mutants import mutant_command
 from inboxsim.model import G4, Create, Fork, Hello, Ok, Op, Prompt, Reply, Resume
-from inboxsim.scenarios.load import load_library
+from inboxsim.scenarios.load import load_library, resolve_policy
 from inboxsim.search.lockstep import (
     Divergence,
     LockstepTarget,
@@ -56,12 +56,25 @@ def assert_no_divergence(results: list[Any]) -> None:
 
 
 def test_model_adapter_conforms_over_the_library(tmp_path: Path) -> None:
-    """Each scenario under its own policy, on both sides (g2's too)."""
-    results = run_scenarios_lockstep(
-        load_library(), ModelTarget, adapter_factory(tmp_path, MODEL_ADAPTER, with_policy=True)
-    )
-    assert len(results) == len(load_library())
+    # Each scenario under its own policy: the model adapter is started with it.
+    counter = itertools.count()
+
+    def make(policy: Any, step_limit: int) -> AdapterTarget:
+        origin = policies[policy.name]
+        argv = [*MODEL_ADAPTER, "--policy", origin]
+        return AdapterTarget(argv, tmp_path / f"d{next(counter)}", step_limit, timeout=20.0)
+
+    library = load_library()
+    policies = {resolve_policy(s.scenario.policy, s.origin).name: _policy_arg(s) for s in library}
+    results = run_scenarios_lockstep(library, ModelTarget, make)
+    assert len(results) == len(library)
     assert_no_divergence(results)
+
+
+def _policy_arg(loaded: Any) -> str:
+    """A scenario's policy as the model adapter's --policy: a preset, or its file."""
+    name = loaded.scenario.policy
+    return str(Path(loaded.origin).parent / name) if name.endswith(".toml") else name
 
 
 def test_sqlite_inbox_conforms_over_the_library(tmp_path: Path) -> None:

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
-from inboxsim.model import G4, PRESETS, Policy, PolicyError, features, load_policy
+from inboxsim.invariants import check_trace
+from inboxsim.model import G4, PRESETS, Ok, Policy, PolicyError, features, load_policy
 from inboxsim.scenarios.load import load_library
 from inboxsim.scenarios.runner import run_scenario
+from inboxsim.tests.invariant_traces import Ops, edit, ok, play
 from inboxsim.tests.model_helpers import World
 
 # --- g5: first admission wins, retry from the message, ordered barrier -----------------
@@ -328,3 +330,59 @@ def test_an_unknown_name_or_missing_file_is_a_policy_error(tmp_path: Path) -> No
         load_policy("g6")
     with pytest.raises(PolicyError, match="cannot read"):
         load_policy(str(tmp_path / "absent.toml"))
+
+
+# --- the rules OpenCode's G5 tests pin where the protocol's default differs --------
+# (scenarios/policies/g5-opencode.toml; each field's default keeps g4 as it was)
+
+G5_OC = dataclasses.replace(
+    PRESETS["g5"],
+    name="g5-opencode",
+    interrupt_unknown="no_op",
+    empty_compaction="fail",
+    abandoned_compaction="settle",
+    fork_empty="reject",
+)
+
+
+def _last_reply(policy: Any, *items: Any) -> Any:
+    return play(*items, policy=policy).steps[-1].reply
+
+
+def test_interrupt_of_an_unknown_session_is_a_no_op_only_under_no_op() -> None:
+    o = Ops()
+    assert _last_reply(G5_OC, o.interrupt("nobody")) == ok({"interrupted": False})
+    o = Ops()
+    assert getattr(_last_reply(PRESETS["g5"], o.interrupt("nobody")), "code", None) == (
+        "session_not_found"
+    )
+
+
+def test_the_interrupt_checker_judges_an_unknown_session_by_the_policy() -> None:
+    o = Ops()
+    good = play(o.interrupt("nobody"), policy=G5_OC)
+    ids = ["idle-interrupt-noop"]
+    assert check_trace(good, G5_OC, False, only_expected=False, invariants=ids) == []
+    planted = edit(good, 1, reply=ok({"interrupted": True}))
+    fired = check_trace(planted, G5_OC, False, only_expected=False, invariants=ids)
+    assert [v.invariant for v in fired] == ids
+    # the same quiet trace violates the protocol's rule (session_not_found)
+    assert check_trace(good, G4, False, only_expected=False, invariants=ids) != []
+
+
+def test_an_empty_compaction_fails_without_a_call_only_under_fail() -> None:
+    o = Ops()
+    trace = play(o.create(), o.compact(x="c1"), policy=G5_OC)
+    types = [e.type for e in trace.steps[-1].observed.events]
+    assert "compaction_failed" in types and "compaction_started" not in types
+    o = Ops()
+    trace = play(o.create(), o.compact(x="c1"), policy=PRESETS["g5"])
+    assert "compaction_started" in [e.type for e in trace.steps[-1].observed.events]
+
+
+def test_forking_an_empty_session_is_refused_only_under_reject() -> None:
+    o = Ops()
+    reply = _last_reply(G5_OC, o.create(), o.fork("s1", "f1"))
+    assert getattr(reply, "code", None) == "invalid_request"
+    o = Ops()
+    assert isinstance(_last_reply(PRESETS["g5"], o.create(), o.fork("s1", "f1")), Ok)

@@ -12,13 +12,32 @@ import pytest
 from inboxsim.cli import main
 from inboxsim.errors import HarnessError
 from inboxsim.model import PRESETS
-from inboxsim.scenarios.load import LoadedScenario, library_paths, load_scenario, load_text
+from inboxsim.scenarios.load import (
+    LoadedScenario,
+    library_key,
+    library_paths,
+    load_scenario,
+    load_text,
+    select_library,
+)
 from inboxsim.scenarios.render import write_scenario
 from inboxsim.scenarios.runner import default_monitor, run_scenario
 from inboxsim.trace.record import step_wire
 
 LIBRARY = library_paths()
 IDS = [p.stem for p in LIBRARY]
+TOPICS = (
+    "admission",
+    "retry",
+    "promotion",
+    "barrier",
+    "interrupt",
+    "crash",
+    "fork",
+    "revert",
+    "synthetic",
+    "wake",
+)
 MONITOR = default_monitor()
 
 
@@ -33,11 +52,13 @@ def _text(body: str, header: str = 'name = "t"\nsource = "test"\n') -> str:
 # --- the library -----------------------------------------------------------------
 
 
-def test_library_has_at_least_25_uniquely_named_scenarios() -> None:
+def test_library_has_over_100_uniquely_named_scenarios_in_topic_folders() -> None:
     names = [_load(p).name for p in LIBRARY]
-    assert len(names) >= 25
+    assert len(names) > 100
     assert len(set(names)) == len(names)
     assert names == IDS, "each file is named after its scenario"
+    topics = {library_key(p).partition("/")[0] for p in LIBRARY}
+    assert topics == set(TOPICS), "every scenario sits in one topic folder"
 
 
 @pytest.mark.parametrize("path", LIBRARY, ids=IDS)
@@ -53,26 +74,46 @@ def test_library_scenario_fails_exactly_under_its_breaking_policies(path: Path) 
     # finding the file should record, and a listed one that passes is a claim
     # the library cannot back.
     loaded = _load(path)
-    breaking = {name for name, policy in PRESETS.items() if not run_scenario(loaded, policy).passed}
+    own = loaded.scenario.policy
+    breaking = {
+        name
+        for name, policy in PRESETS.items()
+        if not run_scenario(loaded, None if name == own else policy).passed
+    }
     assert breaking == set(loaded.scenario.breaks_under)
 
 
 @pytest.mark.parametrize("path", LIBRARY, ids=IDS)
-def test_library_scenario_can_fail(path: Path) -> None:
+def test_library_scenario_names_its_breaker(path: Path) -> None:
+    # A scenario that cannot fail is not a test: tests/test_breakers.py runs it
+    # against this breaker and checks it fails at the named step.
     scenario = _load(path).scenario
-    assert can_fail(scenario.breaks_under, scenario.planted_bug), (
-        "a scenario that cannot fail is not a test"
-    )
+    assert scenario.breaker is not None, "a library scenario names its breaker"
     assert scenario.source.strip()
 
 
-def can_fail(breaks_under: list[str], planted_bug: object) -> bool:
-    return bool(breaks_under) or planted_bug is not None
-
-
-def test_can_fail_rule_rejects_a_scenario_with_neither() -> None:
-    loaded = load_text(_text('[[step]]\nop = "create"\nsession = "s1"\n'))
-    assert not can_fail(loaded.scenario.breaks_under, loaded.scenario.planted_bug)
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        (
+            'breaker = { name = "queue-batch", step = 2, reason = "r" }\n',
+            r"breaker.step = 2: the scenario has 1 steps",
+        ),
+        (
+            'breaker = { name = "g5", step = 1, reason = "r" }\n',
+            r"preset 'g5' must be listed in breaks_under",
+        ),
+        ('breaker = { name = "x", step = 1 }\n', r"breaker.reason: missing required field"),
+        (
+            '[[carries]]\ntest = "t"\nsection = "6.1"\nkind = "analog"\n',
+            r"an analog citation needs a note saying what it does differently",
+        ),
+        ('[[carries]]\ntest = "t"\nsection = "7.1"\n', r"carries\[0\].section"),
+    ],
+)
+def test_breaker_and_citations_are_checked(header: str, expected: str) -> None:
+    with pytest.raises(HarnessError, match=expected):
+        load_text(_text(header + '[[step]]\nop = "create"\nsession = "s1"\n'))
 
 
 def test_every_missing_and_unknown_field_is_named_with_its_file() -> None:
@@ -88,11 +129,6 @@ def test_every_missing_and_unknown_field_is_named_with_its_file() -> None:
         "(line 6), nmae (line 1) (not part of the scenario format); step_limit (line 2): "
         "Input should be a valid integer, got 'a'"
     )
-
-
-def test_planted_bug_needs_a_reason() -> None:
-    with pytest.raises(HarnessError, match=r"planted_bug.reason: missing required field"):
-        load_text(_text('planted_bug = { name = "x" }\n[[step]]\nop = "create"\nsession = "s1"\n'))
 
 
 # --- malformed files: the file, the line or field, what was expected ------------
@@ -276,6 +312,44 @@ def test_run_library_exits_0_with_a_table(capsys: pytest.CaptureFixture[str]) ->
     assert out[-1].startswith(f"{len(LIBRARY)} passed, 0 failed")
 
 
+def test_selectors_name_a_scenario_a_topic_folder_or_a_glob() -> None:
+    keys = lambda paths: [library_key(p) for p in paths]  # noqa: E731
+    assert keys(select_library(["queue-fifo"])) == ["promotion/queue-fifo"]
+    barrier = keys(select_library(["barrier"]))
+    assert barrier and all(k.startswith("barrier/") for k in barrier)
+    assert keys(select_library(["barrier/"])) == barrier
+    assert keys(select_library(["retry/seed-*"])) == ["retry/seed-retry"]
+    seeds = keys(select_library(["seed-*", "seed-send"]))  # each file once, in library order
+    assert seeds == sorted(seeds, key=lambda k: keys(LIBRARY).index(k)) and len(seeds) >= 5
+    with pytest.raises(HarnessError, match=r"no library scenario matches 'nope'.*topic folder"):
+        select_library(["nope"])
+
+
+def test_run_takes_a_folder_a_glob_and_library_selectors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from inboxsim.commands.run import expand
+
+    folder = tmp_path / "mine" / "deep"
+    folder.mkdir(parents=True)
+    for name in ("a", "b"):
+        text = _load(next(p for p in LIBRARY if p.stem == "seed-send")).origin
+        (folder / f"{name}.toml").write_text(Path(text).read_text(), encoding="utf-8")
+    assert expand(str(tmp_path / "mine")) == [str(folder / "a.toml"), str(folder / "b.toml")]
+    assert expand(str(tmp_path / "mine" / "**" / "b.toml")) == [str(folder / "b.toml")]
+    assert [Path(p).stem for p in expand("interrupt")] == [
+        p.stem for p in LIBRARY if library_key(p).startswith("interrupt/")
+    ]
+    assert main(["run", "wake/forced-*", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [s["name"] for s in doc["scenarios"]] == ["forced-resume"]
+    assert main(["run", "no-such-thing"]) == 2
+    assert "no such scenario file or folder; no library scenario matches" in (
+        capsys.readouterr().err
+    )
+    assert main(["run", str(tmp_path / "missing.toml")]) == 2
+
+
 def test_run_policy_override_fails_with_exit_1_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     path = next(p for p in LIBRARY if p.stem == "seed-retry")
     assert main(["run", str(path), "--policy", "g5", "--json"]) == 1
@@ -294,12 +368,15 @@ def test_run_policy_override_fails_with_exit_1_and_json(capsys: pytest.CaptureFi
 def test_render_load_run_round_trip_keeps_the_trace_hash(path: Path) -> None:
     loaded = _load(path)
     first = run_scenario(loaded)
+    policy = loaded.scenario.policy  # a preset, or a policy file beside the scenario
+    if policy.endswith(".toml"):
+        policy = str((path.parent / policy).resolve())
     text = write_scenario(
         first.trace.steps,
-        first.policy,
+        policy,
         name=loaded.name,
         step_limit=loaded.scenario.step_limit,
-        planted_bug=("round-trip", "rendered for the test"),
+        breaker=("round-trip", 1, "rendered for the test"),
     )
     second = run_scenario(load_text(text, "rendered.toml"))
     assert second.trace_hash == first.trace_hash
@@ -409,7 +486,10 @@ def _cli_run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_run_against_the_sqlite_adapter_passes_and_a_mutant_fails() -> None:
     sqlite = f"{sys.executable} impls/sqlite_inbox/adapter.py"
-    files = ["scenarios/library/interrupt-keeps-pending.toml", "scenarios/library/seed-queue.toml"]
+    files = [
+        "scenarios/library/interrupt/interrupt-keeps-pending.toml",
+        "scenarios/library/promotion/seed-queue.toml",
+    ]
     held = _cli_run(*files, "--adapter", sqlite)
     assert held.returncode == 0, held.stdout + held.stderr
     broken = _cli_run(*files, "--adapter", f"{sqlite} --mutant interrupt-clears-inbox")
@@ -418,6 +498,8 @@ def test_run_against_the_sqlite_adapter_passes_and_a_mutant_fails() -> None:
 
 def test_run_reports_an_adapter_protocol_error_as_a_failed_scenario() -> None:
     bad = f"{sys.executable} tests/adapters/bad_json.py"
-    done = _cli_run("scenarios/library/seed-send.toml", "--adapter", bad, "--adapter-timeout", "5")
+    done = _cli_run(
+        "scenarios/library/promotion/seed-send.toml", "--adapter", bad, "--adapter-timeout", "5"
+    )
     assert done.returncode == 1
     assert "protocol error" in done.stdout and "not valid JSON" in done.stdout

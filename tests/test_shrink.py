@@ -151,7 +151,7 @@ def test_scenario_file_shrinks_by_steps(tmp_path: Path) -> None:
 
 
 def test_library_scenario_under_its_breaking_policy_shrinks() -> None:
-    path = LIBRARY / "barrier-blocks-promotion.toml"
+    path = LIBRARY / "barrier" / "barrier-blocks-promotion.toml"
     result = shrink_scenario_file(str(path), load_policy("g5"))
     assert result.invariant == "barrier-blocks-promotion"
     assert result.final_steps <= len(load_scenario(path).scenario.step)
@@ -205,7 +205,8 @@ def test_cli_shrink_summary_names_lengths(
 
 def test_cli_shrink_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "bb.toml"
-    src.write_text((LIBRARY / "barrier-blocks-promotion.toml").read_text(), encoding="utf-8")
+    original = LIBRARY / "barrier" / "barrier-blocks-promotion.toml"
+    src.write_text(original.read_text(), encoding="utf-8")
     code = cli.main(["shrink", str(src), "--policy", "g5", "--json"])
     assert code == 1
     doc = json.loads(capsys.readouterr().out)
@@ -219,7 +220,7 @@ def test_cli_shrink_nothing_to_shrink(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_cli_shrink_passing_file_has_nothing_to_shrink(capsys: pytest.CaptureFixture[str]) -> None:
-    path = LIBRARY / "barrier-blocks-promotion.toml"
+    path = LIBRARY / "barrier" / "barrier-blocks-promotion.toml"
     assert cli.main(["shrink", str(path), "--policy", "g4", "--out", "/nonexistent/x.toml"]) == 0
     assert "nothing to shrink" in capsys.readouterr().out
 

@@ -66,15 +66,21 @@ class Adapter:
                 self.store.insert_session(sid, self.now)
         return {"session": sid}
 
+    def query_session(self, sid: Any) -> str:
+        """The session a query names (``log``, ``messages``, ``pending``)."""
+        if MUTANT == "pending-unknown-session-empty" and isinstance(sid, str):
+            return sid  # an unknown session reads as an empty one
+        return str(self.store.require(sid)["id"])
+
     def op_log(self, req: dict[str, Any]) -> dict[str, Any]:
-        sid = self.store.require(req.get("session"))["id"]
+        sid = self.query_session(req.get("session"))
         after = req.get("after")
         if after is not None and (isinstance(after, bool) or not isinstance(after, int)):
             raise invalid("after must be an integer")
         return {"events": self.store.events(sid, after)}
 
     def op_messages(self, req: dict[str, Any]) -> dict[str, Any]:
-        sid = self.store.require(req.get("session"))["id"]
+        sid = self.query_session(req.get("session"))
         out = []
         for msg in self.store.messages(sid):
             entry = {
@@ -89,8 +95,10 @@ class Adapter:
         return {"messages": out}
 
     def op_pending(self, req: dict[str, Any]) -> dict[str, Any]:
-        sid = self.store.require(req.get("session"))["id"]
+        sid = self.query_session(req.get("session"))
         rows = self.store.pending(sid)
+        if MUTANT == "pending-hides-barrier":  # the inbox listing shows input only
+            rows = [r for r in rows if r["type"] != "compaction"]
         return {
             "pending": [
                 {
@@ -110,6 +118,9 @@ class Adapter:
     # --- admission ------------------------------------------------------------------
 
     def op_prompt(self, req: dict[str, Any]) -> dict[str, Any]:
+        if MUTANT == "revert-commit-before-validation":  # the revert commits before the checks
+            with self.store.tx():
+                history.commit(self.store, self.store.require(req.get("session"))["id"], self.now)
         ident = admission.input_id_of(req)
         data = admission.user_data(req)
         delivery, resume = admission.delivery_of(req), admission.resume_of(req)
@@ -144,12 +155,14 @@ class Adapter:
         sid = self.store.require(req.get("session"))["id"]
         with self.store.tx():
             receipt, fresh = admission.admit_compaction(self.store, sid, ident, self.now)
-        self.after_admission(sid, fresh, True)
+        self.after_admission(sid, fresh, MUTANT != "compact-no-wake")
         return receipt
 
     def after_admission(self, sid: str, fresh: bool, wake: bool) -> None:
         if fresh:
             self.runner.fire("after_admit")
+        if MUTANT == "retry-no-wake" and not fresh:  # only a new admission wakes
+            return
         if wake:
             self.runner.wake(sid)
 

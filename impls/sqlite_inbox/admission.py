@@ -116,6 +116,15 @@ def promoted_receipt(msg: dict[str, Any]) -> dict[str, Any]:
 # --- user and synthetic admission -------------------------------------------------
 
 
+def _foreign(owner: tuple[str, str] | None, sid: str, kind: str) -> bool:
+    """Does the ID belong to another session, or to another kind of input?"""
+    if owner is None:
+        return False
+    if MUTANT == "owner-ignores-kind":  # ownership checked by session alone
+        return owner[0] != sid
+    return owner != (sid, kind)
+
+
 def _conflict(kind: str, ident: str) -> AdapterError:
     return AdapterError(CONFLICT[kind], f"input {ident} conflicts with an earlier use of the ID")
 
@@ -169,8 +178,8 @@ def admit_input(
         if not (MUTANT == "omitted-id-reuses-last" and store.owner(ident) is not None):
             return _new_admission(store, sid, kind, ident, data, delivery, now), True
     owner = store.owner(ident)
-    if owner is not None and owner != (sid, kind):
-        if not (MUTANT == "per-session-ids" and owner[0] != sid):
+    if _foreign(owner, sid, kind):
+        if not (MUTANT == "per-session-ids" and owner is not None and owner[0] != sid):
             raise _conflict(kind, ident)
     row = store.pending_row(ident)
     if row is not None:
@@ -195,8 +204,7 @@ def admit_compaction(
 ) -> tuple[dict[str, Any], bool]:
     """Admit the session's barrier, or coalesce into the one already pending."""
     if ident is not None:
-        owner = store.owner(ident)
-        if owner is not None and owner != (sid, "compaction"):
+        if _foreign(store.owner(ident), sid, "compaction"):
             raise _conflict("compaction", ident)
     barrier = store.barrier(sid)
     if barrier is not None and not (

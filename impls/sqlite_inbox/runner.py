@@ -34,6 +34,7 @@ class Execution:
     def __init__(self, sid: str) -> None:
         self.sid = sid
         self.doorbell = False
+        self.forced_follow_up = False  # (mutant resume-forces-follow-up)
         self.call: dict[str, Any] | None = None
         self.gen: Drain | None = None
 
@@ -45,6 +46,7 @@ class Runner:
         self.now = 0
         self.failpoint: str | None = None
         self.execs: dict[str, Execution] = {}
+        self.waiting: list[str] = []  # (mutant one-session-at-a-time: sessions held back)
         self.calls: dict[str, dict[str, Any]] = {}
         self.call_count = 0
 
@@ -170,6 +172,8 @@ class Runner:
         except Interrupted:
             self.event(ex.sid, "step_failed", step=step, error="Step interrupted")
             raise
+        if finish == "error" and MUTANT == "error-as-stop":  # a failed call read as a reply
+            finish = "stop"
         if finish == "error":
             self.event(ex.sid, "step_failed", step=step, error="model call failed")
             raise StepFailed("model call failed")
@@ -186,7 +190,8 @@ class Runner:
         try:
             finish = yield self.open_call(ex, "compaction", 0, False)
         except Interrupted:
-            self.settle_barrier(barrier, "compaction_failed", error="Compaction cancelled")
+            if MUTANT != "interrupt-keeps-barrier":  # (the mutant leaves it unsettled)
+                self.settle_barrier(barrier, "compaction_failed", error="Compaction cancelled")
             raise
         if finish == "error":
             if MUTANT == "barrier-kept-on-error":  # the failure is logged, the barrier stays
@@ -209,12 +214,15 @@ class Runner:
     def run_steps(self, ex: Execution) -> Drain:
         step, scope = 1, "input"
         while True:
+            if MUTANT == "promotion-listener-before-commit":  # notified before the commit
+                self.fire("after_promotion")
             if self.promote(ex.sid, scope) > 0 and MUTANT != "no-step-reset":
                 step = 1
             self.fire("after_promotion")
             final = step >= self.step_limit - (1 if MUTANT == "final-off-by-one" else 0)
             finish = yield from self.step_call(ex, step, final)
-            yield from self.run_pending_compaction(ex)
+            if MUTANT != "compaction-only-at-drain-start":  # (the mutant skips this check)
+                yield from self.run_pending_compaction(ex)
             if finish != "tool" and not self.store.steers(ex.sid):
                 return
             step, scope = step + 1, "steer"
@@ -239,7 +247,10 @@ class Runner:
                 yield from self.drain(ex, force)
                 if not ex.doorbell:
                     break
-                force = MUTANT == "follow-up-drain-forced"  # the follow-up runs like a resume
+                if MUTANT == "terminal-per-drain":  # each drain settles the execution
+                    self.event(ex.sid, "execution_succeeded")
+                # the follow-up runs like a resume (mutants)
+                force = MUTANT == "follow-up-drain-forced" or ex.forced_follow_up
         except StepFailed as failed:
             self.event(ex.sid, "execution_failed", error=str(failed))
             return "failed"
@@ -263,9 +274,12 @@ class Runner:
         try:
             call = step(ex.gen)
         except StopIteration as stop:
-            del self.execs[ex.sid]
+            if not (MUTANT == "ended-execution-kept" and stop.value != "succeeded"):
+                del self.execs[ex.sid]  # (the mutant keeps a failed or interrupted one)
             if stop.value == "failed" and ex.doorbell and MUTANT != "doorbell-dropped-on-failure":
                 self.wake(ex.sid)
+            if MUTANT == "one-session-at-a-time" and self.waiting and not self.execs:
+                self.start(self.waiting.pop(0), force=False)
             return
         ex.call = call
         self.calls[call["call"]] = call
@@ -281,6 +295,10 @@ class Runner:
             return
         if not self.store.pending(sid):
             return
+        if MUTANT == "one-session-at-a-time" and self.execs:  # one runner for all sessions
+            if sid not in self.waiting:
+                self.waiting.append(sid)
+            return
         self.start(sid, force=False)
 
     def resume(self, sid: str) -> None:
@@ -289,6 +307,9 @@ class Runner:
             self.wake(sid)
         elif sid not in self.execs:
             self.start(sid, force=True)
+        elif MUTANT == "resume-forces-follow-up":  # joined, but as a forced follow-up drain
+            self.execs[sid].doorbell = True
+            self.execs[sid].forced_follow_up = True
 
     def answer(self, call_id: Any, finish: Any) -> None:
         if not isinstance(call_id, str) or call_id not in self.calls:
@@ -312,11 +333,14 @@ class Runner:
                     "DELETE FROM session_pending WHERE session_id = ? AND type != 'compaction'",
                     (sid,),
                 )
-        ex.doorbell = False
+        rung, ex.doorbell = ex.doorbell, False
         if ex.call is not None:
-            self.calls.pop(ex.call["call"], None)
+            if MUTANT != "interrupt-leaves-call-open":  # (the mutant leaves it listed)
+                self.calls.pop(ex.call["call"], None)
             ex.call = None
         self.advance(ex, lambda gen: gen.throw(Interrupted()))
+        if MUTANT == "interrupt-keeps-doorbell" and rung:  # a wake rung before it survives
+            self.wake(sid)
         return True
 
     def open_calls(self) -> list[dict[str, Any]]:

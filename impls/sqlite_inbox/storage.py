@@ -133,6 +133,13 @@ class Store:
                 if statement.strip():
                     self.db.execute(statement)
             self.boot = self.bump("boot")
+            if MUTANT == "fork-copy-ids-unstable":  # copies named anew by each process
+                # (rowid: seq repeats across sessions, and the new IDs must not collide)
+                self.db.execute(
+                    "UPDATE session_message SET id = 'sq_fk_b' || ? || '_' || rowid"
+                    " WHERE copied_from IS NOT NULL",
+                    (self.boot,),
+                )
             if MUTANT == "volatile-inbox":  # the inbox treated as a cache: dropped at start
                 self.db.execute("DELETE FROM session_pending WHERE type != 'compaction'")
 
@@ -341,8 +348,12 @@ class Store:
     # --- transcript ---------------------------------------------------------
 
     def messages(self, sid: str) -> list[dict[str, Any]]:
+        order = "seq"
+        if MUTANT == "transcript-by-admission-order":  # admission order, not promotion order
+            order = "COALESCE(admitted_seq, seq)"
         rows = self.all(
-            f"SELECT {MESSAGE_COLS} FROM session_message WHERE session_id = ? ORDER BY seq", sid
+            f"SELECT {MESSAGE_COLS} FROM session_message WHERE session_id = ? ORDER BY {order}",
+            sid,
         )
         return [_message(r) for r in rows]  # type: ignore[misc]
 
