@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ..errors import ExitCode, HarnessError
 from ..model import Policy
 from ..scenarios.load import (
@@ -21,7 +22,11 @@ from ..scenarios.load import (
     select_library,
 )
 from ..scenarios.runner import Failure, ScenarioResult, TargetFactory, default_monitor, run_scenario
+from ..store.scenario_runs import write_scenarios
+from ..targets.adapter import AdapterTarget, check_startable, split_command
+from ..targets.protocol import ProtocolError
 from ..targets.target import Target
+from ..trace.record import Trace, TraceHeader
 
 
 def gather(files: Sequence[str], library: bool) -> list[LoadedScenario]:
@@ -63,7 +68,6 @@ def expand(given: str) -> list[str]:
 def adapter_factory(command: str, timeout: float, workdir: Path) -> TargetFactory:
     """Targets that start ``command`` (an adapter-protocol program) in a fresh
     data folder per scenario, under ``workdir``."""
-    from ..targets.adapter import AdapterTarget, check_startable, split_command
 
     argv = split_command(command)
     check_startable(argv)
@@ -112,9 +116,6 @@ def run_all(
 def _run_on_adapter(
     loaded: LoadedScenario, policy: Policy | None, monitor: bool, factory: TargetFactory
 ) -> ScenarioResult:
-    from .. import __version__
-    from ..targets.protocol import ProtocolError
-    from ..trace.record import Trace, TraceHeader
 
     try:
         return run_scenario(loaded, policy, target_factory=factory, monitor=monitor)
@@ -136,7 +137,6 @@ def store_results(
     """Write every scenario run into ``store`` (a
     :class:`~inboxsim.store.store.Store`) as one batch, each with the full
     fields of the policy it ran under; returns (first run_id, sweep_id)."""
-    from ..store.scenario_runs import write_scenarios
 
     override = resolve_policy(policy) if policy is not None else None
     triples = [

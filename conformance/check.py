@@ -38,9 +38,27 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HarnessError
-from ..model import Crashed, Policy
+from ..impls import sqlite_inbox
+from ..impls.opencode import RECOMMENDED_TIMEOUT, adapter_command
+from ..invariants import Monitor
+from ..invariants.registry import REGISTRY, expected
+from ..model import Crashed, Policy, load_policy
 from ..procs import scratch
+from ..scenarios.load import load_library, load_scenario, select_library
+from ..scenarios.runner import run_scenario
 from ..search.lockstep import Divergence, LockstepTarget, NotTestable
+from ..search.repro import shrink_conformance, shrink_conformance_scenario
+from ..search.shrink import failure_key
+from ..sim.executor import (
+    check_executor,
+    first_done,
+    lost_work,
+    open_executor,
+    process_pool,
+    result,
+)
+from ..sim.run import RunOptions, run_seed
+from ..store.store import Store
 from ..targets.adapter import (
     DEFAULT_TIMEOUT,
     AdapterTarget,
@@ -51,6 +69,7 @@ from ..targets.adapter import (
 )
 from ..targets.protocol import ProtocolError
 from ..targets.target import ModelTarget
+from .mutants import MUTANTS, check_mutant
 
 VERDICTS = ("held", "violated", "diverged", "protocol error", "not testable", "not exercised")
 FAILING = frozenset({"violated", "diverged", "protocol error"})
@@ -104,7 +123,6 @@ class Item:
 
 def divergence_failure(div: Divergence) -> dict[str, Any]:
     """An :attr:`Item.failure` for a divergence."""
-    from ..search.shrink import failure_key
 
     return {"key": failure_key(div), "divergence": div.to_dict()}
 
@@ -240,8 +258,6 @@ def target_command(
         check_startable(argv)
         return argv, policy or "g4", timeout, adapter
     if target == "sqlite":
-        from ..impls import sqlite_inbox
-
         path = Path(sqlite_inbox.__file__).resolve().parent / "adapter.py"
         return [sys.executable, str(path)], policy or "g4", timeout, "sqlite"
     if target == "model-adapter":
@@ -253,8 +269,6 @@ def target_command(
             "model-adapter",
         )
     if target == "opencode":
-        from ..impls.opencode import RECOMMENDED_TIMEOUT, adapter_command
-
         return adapter_command(), policy or "g2", max(timeout, RECOMMENDED_TIMEOUT), "opencode"
     raise HarnessError(
         f"--target {target!r} is not a conformance target: one of {', '.join(TARGETS)}"
@@ -332,7 +346,6 @@ class _Lockstep:
 
 
 def _monitor_factory() -> Any:
-    from ..invariants import Monitor
 
     def make(policy: Policy, hello: dict[str, Any], *_: Any) -> Any:
         return Monitor(policy, hello, only_expected=True)
@@ -361,7 +374,6 @@ def scenario_item(
     name: str = "target",
 ) -> tuple[Item, dict[str, str]]:
     """Run one library scenario in lockstep; its matrix row and what was not testable."""
-    from ..scenarios.runner import run_scenario
 
     scenario = loaded.scenario
     repro = repro_command(command, policy_arg, scenario=scenario.name, timeout=timeout)
@@ -439,7 +451,6 @@ def seed_item(
     name: str = "target",
 ) -> SeedOutcome:
     """One seeded run through :func:`.run.run_seed` with a lockstep target."""
-    from ..sim.run import RunOptions, run_seed
 
     repro = repro_command(command, policy_arg, seed=seed, ops=ops, timeout=timeout)
     lockstep = _Lockstep(command, timeout, base / f"seed-{seed}", name)
@@ -546,11 +557,13 @@ def _seed_outcomes(
     if executor == "local" and (jobs <= 1 or total <= 1):
         for n, seed in enumerate(seeds, start=1):
             say(f"conformance: seed {seed} ({n}/{total})")
-            yield seed, seed_item(
-                seed, run.argv, run.policy, run.policy_arg, run.ops, run.timeout, base, run.name
+            yield (
+                seed,
+                seed_item(
+                    seed, run.argv, run.policy, run.policy_arg, run.ops, run.timeout, base, run.name
+                ),
             )
         return
-    from ..sim.executor import lost_work, open_executor, result
 
     preload = ("inboxsim.conformance.check", "inboxsim.invariants")
     with open_executor(executor, jobs, scheduler, preload) as (pool, slots):
@@ -612,9 +625,6 @@ def conformance(
     many worker processes, each starting its own adapters; ``executor="dask"``
     runs them on a Dask cluster (``scheduler``, or a local one of ``jobs``
     workers): see :func:`_seed_outcomes`. The library always runs here."""
-    from ..invariants.registry import REGISTRY
-    from ..model import load_policy
-    from ..scenarios.load import load_library, load_scenario, select_library
 
     argv = split_command(command) if isinstance(command, str) else list(command)
     if not argv:
@@ -623,7 +633,6 @@ def conformance(
         raise HarnessError("--seeds, --seed-start and --ops must be non-negative")
     if jobs < 1:
         raise HarnessError(f"--jobs must be at least 1, not {jobs}")
-    from ..sim.executor import check_executor
 
     check_executor(executor, scheduler)
     the_policy = load_policy(policy)
@@ -690,8 +699,6 @@ def conformance(
             for k, v in outcome.not_testable.items():
                 not_testable.setdefault(k, v)
         if seeds:
-            from ..invariants.registry import expected
-
             keep = expected(the_policy)
             for inv_id in REGISTRY:
                 if inv_id not in keep:
@@ -749,8 +756,6 @@ def _attach_repro(
 ) -> None:
     """Shrink one failure through the adapter; the file's path and how it was
     checked go into the item (a shrink that fails is said, never raised)."""
-    from ..search.repro import shrink_conformance, shrink_conformance_scenario
-
     try:
         if isinstance(what, int):
             repro = shrink_conformance(
@@ -828,7 +833,6 @@ CREATE TABLE IF NOT EXISTS conformance (
 def store_results(db: str | Path, report: ConformanceReport) -> int:
     """Append the report's items to the store's ``conformance`` table (created
     if missing, through the store's own connection); returns the batch id."""
-    from ..store.store import Store
 
     with Store(db) as store, store.transaction() as con:
         con.execute(DDL)
@@ -875,20 +879,10 @@ __all__ = [
 ]
 
 
-def shrink_conformance(*args: Any, **kw: Any) -> Any:
-    """:func:`.repro.shrink_conformance`: a failing conformance seed shrunk
-    through the same adapter to a minimal repro scenario."""
-    from ..search.repro import shrink_conformance as shrink
-
-    return shrink(*args, **kw)
-
-
 # --- the mutant kill matrix, across processes ------------------------------------
 
 
 def _check_one(args: tuple[str, tuple[int, ...], int, float | None]) -> Any:
-    from ..scenarios.load import load_library
-    from .mutants import check_mutant
 
     name, seeds, ops, shrink_seconds = args
     return check_mutant(
@@ -916,7 +910,6 @@ def mutant_matrix(
     worker processes; with ``shrink_seconds``, each first detection is then
     shrunk through the adapter for at most that long. Returns the
     KillResults in the order of ``names``."""
-    from .mutants import MUTANTS
 
     chosen = list(MUTANTS) if names is None else list(names)
     unknown = [n for n in chosen if n not in MUTANTS]
@@ -931,8 +924,6 @@ def mutant_matrix(
             out.append(_check_one(w))
         return out
     import multiprocessing
-
-    from ..sim.executor import first_done, process_pool
 
     results: dict[str, Any] = {}
     ctx = multiprocessing.get_context("spawn")

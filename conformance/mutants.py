@@ -451,8 +451,6 @@ def _check_mutant(
         if first_only and result.killed:
             break
     if not result.killed:
-        from ..sim.run import RunOptions, run_seed
-
         run_kw: dict[str, Any] = {}
         if factory is None:  # no checkers: divergences only
             run_kw = {"monitor": _NoMonitor, "violation": _no_violation}

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from inboxsim.conformance.check import SHRINKABLE, _attach_repro, conformance, scenario_item
+from inboxsim.invariants.registry import REGISTRY, expected
 from inboxsim.model import load_policy
 from inboxsim.scenarios.load import load_library
 
@@ -27,9 +28,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         n = metafunc.config.getoption("--inboxsim-seeds", 3) or 0
         metafunc.parametrize("inboxsim_seed", list(range(n)), ids=[f"seed{s}" for s in range(n)])
     if "inboxsim_invariant" in metafunc.fixturenames:
-        from inboxsim.invariants.registry import REGISTRY, expected
-        from inboxsim.model import load_policy
-
         keep = expected(load_policy(metafunc.config.getoption("--inboxsim-policy", "g4")))
         names = [i for i in REGISTRY if i in keep]
         metafunc.parametrize("inboxsim_invariant", names, ids=names)

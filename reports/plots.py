@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Crashed
+from ..store.traces import stored_trace
 
 Row = tuple[Any, ...]
 DPI = 100
@@ -104,8 +105,6 @@ def run_detail(
 def load_plot_data(con: Any, run_id: int | None) -> PlotData:
     detail = None
     if run_id is not None:
-        from ..store.traces import stored_trace
-
         found = stored_trace(con, run_id)
         if found is not None:
             run, trace = found

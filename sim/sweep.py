@@ -45,6 +45,7 @@ from typing import Any
 
 from ..model import Policy, features
 from ..procs.interrupt import Interrupted, deferred
+from ..store.store import BatchColumns, Remember, open_store
 from ..trace.probes import BY_NAME, NAMES, PROBES, REQUIRED
 from .executor import first_done, lost_work, open_executor, worker_identity
 from .run import RunOptions, run_seed
@@ -90,8 +91,6 @@ def run_batch(task: BatchTask) -> BatchOutcome:
     started, cpu = time.perf_counter(), time.process_time()
     columns = None
     if task.write:
-        from ..store.store import BatchColumns
-
         columns = BatchColumns()
     summaries = []
     for offset, seed in enumerate(task.seeds):
@@ -393,7 +392,6 @@ def sweep(
 
 def _remember(plan: SweepPlan, report: SweepReport, runs: Sequence[RunSummary]) -> Any:
     """A batch's update of the remembered failing seeds, written with it."""
-    from ..store.store import Remember
 
     return Remember(
         plan.policy_spec,
@@ -428,7 +426,6 @@ def resume_line(plan: SweepPlan, db: str, store: Any | None = None) -> str:
     that goes on (``--resume``). Pass the sweep's open ``store`` while it
     still holds the file; otherwise the file is opened read-only. Never
     raises for a store it cannot read: it says so and still gives the command."""
-    from ..store.store import open_store
 
     command = plan.resume_command(db)
     first, last = plan.seed_start, plan.seed_start + plan.seed_count - 1
