@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import __version__
+from ..invariants import Monitor
 from ..model import OPS, Crashed, Err, Ok, Op, Policy, Reply
 from ..targets.target import ModelTarget, Target, hello_op
 from ..trace.record import Observed, Step, Trace, TraceHeader, trace_hash
@@ -100,12 +101,8 @@ class ScenarioResult:
 
 
 def default_monitor() -> MonitorFactory | None:
-    """The invariant checkers' Monitor, or None while they are not available
-    (the runner then judges expectations only and says so)."""
-    try:
-        from ..invariants import Monitor
-    except ImportError:
-        return None
+    """The invariant checkers' Monitor (``None`` from a caller's factory means
+    no checkers: the runner then judges expectations only and says so)."""
     return Monitor
 
 
