@@ -19,8 +19,9 @@ from ..reports.pages import report_pages
 from ..reports.plots import load_plot_data, pick_run, render_all
 from ..reports.summary import load_facts, markdown, summarize
 from ..store.policies import load_fields, stored_policy
+from ..store.schema import SCHEMA_VERSION
 from ..store.shrink_cache import load_shrunk, write_shrunk
-from ..store.store import SCHEMA_VERSION, Store, open_store
+from ..store.store import Store, open_store
 from ..store.traces import stored_trace
 
 

@@ -24,8 +24,9 @@ from inboxsim.reports.conformance_view import conformance_problems, sides
 from inboxsim.reports.counterexamples import make_example, shrink_key
 from inboxsim.reports.problems import group, run_problems
 from inboxsim.sim.run import RunOptions, run_seed
+from inboxsim.store.schema import SCHEMA_VERSION
 from inboxsim.store.shrink_cache import ShrinkKey, load_shrunk, write_shrunk
-from inboxsim.store.store import SCHEMA_VERSION, Store, open_store, write_results
+from inboxsim.store.store import Store, open_store, write_results
 
 from .store_versions import v4_copy
 

@@ -11,7 +11,8 @@ from inboxsim.errors import HarnessError
 from inboxsim.model import PRESETS
 from inboxsim.sim.run import RunOptions
 from inboxsim.sim.sweep import SweepPlan, SweepReport, resume_line, sweep
-from inboxsim.store.store import SCHEMA_VERSION, Store
+from inboxsim.store.schema import SCHEMA_VERSION
+from inboxsim.store.store import Store
 from inboxsim.tests.sim_helpers import checkers_module
 from inboxsim.trace.probes import PROBES, REQUIRED
 

@@ -19,7 +19,8 @@ from inboxsim.errors import HarnessError
 from inboxsim.model import PRESETS
 from inboxsim.sim.run import RunOptions, run_seed
 from inboxsim.store import schema
-from inboxsim.store.store import SCHEMA_VERSION, Store, open_store, write_results
+from inboxsim.store.schema import SCHEMA_VERSION
+from inboxsim.store.store import Store, open_store, write_results
 from inboxsim.tests.harness_faults import end_of_run, harness_of
 
 from .store_versions import v1_copy, v3_copy

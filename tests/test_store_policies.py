@@ -16,7 +16,8 @@ from inboxsim.model.policy import PolicyError
 from inboxsim.reports.check import check_store
 from inboxsim.sim.run import RunOptions, run_decisions, run_seed
 from inboxsim.store.policies import current_policy, policy_from_fields, policy_record
-from inboxsim.store.store import SCHEMA_VERSION, Store, open_store, write_results
+from inboxsim.store.schema import SCHEMA_VERSION
+from inboxsim.store.store import Store, open_store, write_results
 
 from .store_versions import v2_copy
 
