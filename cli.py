@@ -86,8 +86,7 @@ def policies_document(presets: Mapping[str, Any]) -> dict[str, list[dict[str, An
     """The ``policies --json`` document: each preset's name, summary and fields."""
     return {
         "policies": [
-            {"name": p.name, "summary": p.summary, "fields": p.fields()}
-            for p in presets.values()
+            {"name": p.name, "summary": p.summary, "fields": p.fields()} for p in presets.values()
         ]
     }
 
@@ -120,12 +119,16 @@ OnlyExpectedOption = Annotated[
     ),
 ]
 ExecutorOption = Annotated[
-    str, typer.Option("--executor", help="Where seeds run: `local` (this machine) or `dask` (a Dask cluster).")
+    str,
+    typer.Option(
+        "--executor", help="Where seeds run: `local` (this machine) or `dask` (a Dask cluster)."
+    ),
 ]
 SchedulerOption = Annotated[
     str | None,
     typer.Option(
-        "--scheduler", help="With --executor dask: the scheduler address (default: a local cluster)."
+        "--scheduler",
+        help="With --executor dask: the scheduler address (default: a local cluster).",
     ),
 ]
 TargetOption = Annotated[
@@ -191,8 +194,16 @@ def sweep(
     the_policy, options = _sim_inputs(policy, ops, target, only_expected)
     check_executor(executor, scheduler)
     plan = SweepPlan(
-        policy, the_policy, options, seed_start, seeds, jobs or default_jobs(), time_budget,
-        executor=executor, scheduler=scheduler, resume=resume,
+        policy,
+        the_policy,
+        options,
+        seed_start,
+        seeds,
+        jobs or default_jobs(),
+        time_budget,
+        executor=executor,
+        scheduler=scheduler,
+        resume=resume,
     )
     report = None
     try:
@@ -270,7 +281,11 @@ def explore(
         typer.Option("--depth", help="Most operations on a path (restarts not counted).", min=0),
     ] = 3,
     policy: Annotated[
-        str, typer.Option("--policy", help="A policy preset name (see `inboxsim policies`) or a TOML file of fields.")
+        str,
+        typer.Option(
+            "--policy",
+            help="A policy preset name (see `inboxsim policies`) or a TOML file of fields.",
+        ),
     ] = "g4",
     step_limit: Annotated[
         int, typer.Option("--step-limit", help="The agent's step allowance sent in hello.", min=1)
@@ -279,13 +294,16 @@ def explore(
         str,
         typer.Option(
             "--alphabet",
-            help="`full`, a comma-separated list of operation families, or `full-FAMILY,...` (the full alphabet "
-            "without some); the summary lists the families.",
+            help="`full`, a comma-separated list of operation families, or `full-FAMILY,...` "
+            "(the full alphabet without some); the summary lists the families.",
         ),
     ] = "full",
     out: Annotated[
         str | None,
-        typer.Option("--out", help="Where to write the shortest counterexample (default explore-<policy>.toml)."),
+        typer.Option(
+            "--out",
+            help="Where to write the shortest counterexample (default explore-<policy>.toml).",
+        ),
     ] = None,
     invariant: Annotated[
         str | None,
@@ -332,13 +350,24 @@ def explore(
         from inboxsim.invariants import REGISTRY
 
         if invariant not in REGISTRY:
-            raise HarnessError(f"--invariant: unknown invariant {invariant!r} (see `inboxsim invariants`)")
+            raise HarnessError(
+                f"--invariant: unknown invariant {invariant!r} (see `inboxsim invariants`)"
+            )
     from inboxsim.sim.console import ExploreProgress
 
     with ExploreProgress(depth) as shown:
         result = ex.explore(
-            the_policy, monitor, sessions, depth, step_limit, families, shown.level, invariant,
-            jobs=jobs, pool=pool, tick=shown.tick,
+            the_policy,
+            monitor,
+            sessions,
+            depth,
+            step_limit,
+            families,
+            shown.level,
+            invariant,
+            jobs=jobs,
+            pool=pool,
+            tick=shown.tick,
         )
     written = None
     if result.violations:
@@ -362,26 +391,43 @@ def explore(
 
 @app.command("run")
 def run_scenarios(
-    files: Annotated[list[str] | None, typer.Argument(help="Scenario files (TOML).", show_default=False)] = None,
-    library: Annotated[bool, typer.Option("--library", help="Run the whole named scenario library.")] = False,
+    files: Annotated[
+        list[str] | None, typer.Argument(help="Scenario files (TOML).", show_default=False)
+    ] = None,
+    library: Annotated[
+        bool, typer.Option("--library", help="Run the whole named scenario library.")
+    ] = False,
     policy: Annotated[
         str | None,
-        typer.Option("--policy", help="Override every file's policy: a preset name or a TOML file.", show_default=False),
+        typer.Option(
+            "--policy",
+            help="Override every file's policy: a preset name or a TOML file.",
+            show_default=False,
+        ),
     ] = None,
     adapter: Annotated[
         str | None,
-        typer.Option("--adapter", help="Run against this adapter-protocol program instead of the model.", show_default=False),
+        typer.Option(
+            "--adapter",
+            help="Run against this adapter-protocol program instead of the model.",
+            show_default=False,
+        ),
     ] = None,
     adapter_timeout: Annotated[
         float, seconds("--adapter-timeout", "The longest wait for one adapter response.")
     ] = 10.0,
     db: Annotated[
         str | None,
-        typer.Option("--db", help="Also store every scenario run in this DuckDB trace store.", show_default=False),
+        typer.Option(
+            "--db",
+            help="Also store every scenario run in this DuckDB trace store.",
+            show_default=False,
+        ),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Run scenario files against the model (or --adapter), checking every invariant and expectation.
+    """Run scenario files against the model (or --adapter), checking every invariant and
+    expectation.
 
     Exits 1 when any scenario failed (an adapter's protocol error included),
     2 when a file is malformed. For a comparison step by step with the model,
@@ -504,12 +550,12 @@ def check(db: DbOption = "inboxsim.duckdb", as_json: JsonFlag = False) -> None:
 @app.command()
 def report(
     db: DbOption = "inboxsim.duckdb",
-    out: Annotated[str, typer.Option("--out", help="The folder to write the report into.")] = "report",
+    out: Annotated[
+        str, typer.Option("--out", help="The folder to write the report into.")
+    ] = "report",
     shrink: Annotated[
         int,
-        typer.Option(
-            "--shrink", help="Shrink at most N problems not yet shrunk (0: none).", min=0
-        ),
+        typer.Option("--shrink", help="Shrink at most N problems not yet shrunk (0: none).", min=0),
     ] = 10,
     shrink_seconds: Annotated[
         float, seconds("--shrink-seconds", "Time budget of each problem's shrink.")
@@ -547,9 +593,14 @@ def report(
 @app.command()
 def diff(
     base: Annotated[str, typer.Argument(help="The baseline store.")],
-    new: Annotated[str | None, typer.Argument(help="The store to compare with it.", show_default=False)] = None,
+    new: Annotated[
+        str | None, typer.Argument(help="The store to compare with it.", show_default=False)
+    ] = None,
     rerun: Annotated[
-        bool, typer.Option("--rerun", help="Replay BASE's stored decisions under the current model and checkers.")
+        bool,
+        typer.Option(
+            "--rerun", help="Replay BASE's stored decisions under the current model and checkers."
+        ),
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
@@ -579,15 +630,23 @@ def diff(
 def conformance_command(
     adapter: Annotated[
         str | None,
-        typer.Option("--adapter", help="An adapter command (split as a shell would).", show_default=False),
+        typer.Option(
+            "--adapter", help="An adapter command (split as a shell would).", show_default=False
+        ),
     ] = None,
     target: Annotated[
         str | None,
-        typer.Option("--target", help="A shipped target: sqlite, model-adapter or opencode.", show_default=False),
+        typer.Option(
+            "--target",
+            help="A shipped target: sqlite, model-adapter or opencode.",
+            show_default=False,
+        ),
     ] = None,
     policy: Annotated[
         str | None,
-        typer.Option("--policy", help="The model's policy (default g4; g2 for opencode).", show_default=False),
+        typer.Option(
+            "--policy", help="The model's policy (default g4; g2 for opencode).", show_default=False
+        ),
     ] = None,
     seeds: Annotated[
         int, typer.Option("--seeds", help="Seeded lockstep runs after the library.", min=0)
@@ -604,13 +663,19 @@ def conformance_command(
             show_default=False,
         ),
     ] = None,
-    no_library: Annotated[bool, typer.Option("--no-library", help="Skip the scenario library.")] = False,
+    no_library: Annotated[
+        bool, typer.Option("--no-library", help="Skip the scenario library.")
+    ] = False,
     adapter_timeout: Annotated[
         float, seconds("--adapter-timeout", "Longest wait for one response, in seconds.")
     ] = 10.0,
     db: Annotated[
         str | None,
-        typer.Option("--db", help="Also write the results into this store's conformance table.", show_default=False),
+        typer.Option(
+            "--db",
+            help="Also write the results into this store's conformance table.",
+            show_default=False,
+        ),
     ] = None,
     executor: ExecutorOption = "local",
     scheduler: SchedulerOption = None,
@@ -682,7 +747,9 @@ def conformance_command(
 def mutants_command(
     names: Annotated[
         str | None,
-        typer.Option("--names", help="Comma-separated mutant names (default: all).", show_default=False),
+        typer.Option(
+            "--names", help="Comma-separated mutant names (default: all).", show_default=False
+        ),
     ] = None,
     seeds: Annotated[
         int,
@@ -695,13 +762,21 @@ def mutants_command(
     list_only: Annotated[bool, typer.Option("--list", help="List the mutants and exit.")] = False,
     db: Annotated[
         str | None,
-        typer.Option("--db", help="Also record the kill matrix in this store's mutants table.", show_default=False),
+        typer.Option(
+            "--db",
+            help="Also record the kill matrix in this store's mutants table.",
+            show_default=False,
+        ),
     ] = None,
     out: Annotated[
         str | None,
-        typer.Option("--out", help="Also write the results document (JSON) to this file.", show_default=False),
+        typer.Option(
+            "--out", help="Also write the results document (JSON) to this file.", show_default=False
+        ),
     ] = None,
-    no_shrink: Annotated[bool, typer.Option("--no-shrink", help="Do not shrink the detections.")] = False,
+    no_shrink: Annotated[
+        bool, typer.Option("--no-shrink", help="Do not shrink the detections.")
+    ] = False,
     shrink_seconds: Annotated[
         float, seconds("--shrink-seconds", "Longest shrink of one detection, through the adapter.")
     ] = 30.0,
@@ -815,7 +890,11 @@ def validate_command(
     ] = None,
     policy: Annotated[
         str | None,
-        typer.Option("--policy", help="The policy the log was written under (g4; g2 for --opencode-db).", show_default=False),
+        typer.Option(
+            "--policy",
+            help="The policy the log was written under (g4; g2 for --opencode-db).",
+            show_default=False,
+        ),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -997,10 +1076,16 @@ def shrink(
 
 @app.command()
 def designs(
-    files: Annotated[list[str] | None, typer.Argument(help="Custom policy files (TOML).", show_default=False)] = None,
+    files: Annotated[
+        list[str] | None, typer.Argument(help="Custom policy files (TOML).", show_default=False)
+    ] = None,
     policies: Annotated[
         str | None,
-        typer.Option("--policies", help="Comma-separated presets or TOML files (default: every preset).", show_default=False),
+        typer.Option(
+            "--policies",
+            help="Comma-separated presets or TOML files (default: every preset).",
+            show_default=False,
+        ),
     ] = None,
     seeds: Annotated[int, typer.Option("--seeds", help="Seeds per policy (0..N-1).", min=1)] = 200,
     ops: Annotated[int, typer.Option("--ops", help="Workload actions per run.", min=1)] = 60,
@@ -1031,7 +1116,13 @@ def designs(
     except OSError as exc:
         raise HarnessError(f"cannot write the report to {out}: {exc.strerror}") from None
     if as_json:
-        _emit_json({"files": [str(p) for p in paths], "questions": doc["questions"], "seconds": doc["seconds"]})
+        _emit_json(
+            {
+                "files": [str(p) for p in paths],
+                "questions": doc["questions"],
+                "seconds": doc["seconds"],
+            }
+        )
         return
     for q in doc["questions"]:
         typer.echo(f"{q['title']}\n  {q['verdict']}")

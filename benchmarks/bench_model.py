@@ -21,8 +21,26 @@ import statistics
 import time
 
 from inboxsim.model import (
-    FAILPOINTS, Answer, Calls, Compact, CrashOp, Create, Fork, Hello, Interrupt, Messages, Op,
-    Pending, Prompt, Resume, RevertCommit, RevertStage, State, Synthetic, apply, initial_state,
+    FAILPOINTS,
+    Answer,
+    Calls,
+    Compact,
+    CrashOp,
+    Create,
+    Fork,
+    Hello,
+    Interrupt,
+    Messages,
+    Op,
+    Pending,
+    Prompt,
+    Resume,
+    RevertCommit,
+    RevertStage,
+    State,
+    Synthetic,
+    apply,
+    initial_state,
 )
 
 SESSIONS = ("s1", "s2", "s3")
@@ -64,12 +82,16 @@ def _next_op(rng: random.Random, state: State, now: int, forks: list[str]) -> tu
         return Fork(now, session=session, child=child), None
     if roll < 0.83:
         return CrashOp(now), None
-    return rng.choice((Pending(now, session=session), Messages(now, session=session), Calls(now))), None
+    return rng.choice(
+        (Pending(now, session=session), Messages(now, session=session), Calls(now))
+    ), None
 
 
 def make_script(seed: int, ops: int) -> Script:
     rng = random.Random(seed)
-    script: Script = [(Hello(0, step_limit=4), None)] + [(Create(0, session=s), None) for s in SESSIONS]
+    script: Script = [(Hello(0, step_limit=4), None)] + [
+        (Create(0, session=s), None) for s in SESSIONS
+    ]
     state = initial_state()
     for op, crash_at in script:
         state = apply(state, op, crash_at).state
@@ -101,7 +123,10 @@ def main() -> None:
     times = [time_scripts(scripts) for _ in range(args.repeat)]
     best, median = min(times), statistics.median(times)
     print(f"{total} operations in {args.runs} runs, {args.repeat} repetitions")
-    print(f"model apply: median {total / median:,.0f} ops/s, best {total / best:,.0f} ops/s (one core)")
+    print(
+        f"model apply: median {total / median:,.0f} ops/s, best {total / best:,.0f} ops/s "
+        "(one core)"
+    )
     print(f"goal 50,000 ops/s: median is {total / median / 50_000:.2f}x the goal")
 
 

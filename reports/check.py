@@ -209,8 +209,8 @@ def check_lines(doc: dict[str, Any]) -> list[str]:
         )
     if doc["hash_mismatches"]:
         lines.append(
-            f"  note: {len(doc['hash_mismatches'])} trace(s) did not read back to their stored hash "
-            "(written by another inboxsim version?)"
+            f"  note: {len(doc['hash_mismatches'])} trace(s) did not read back to their "
+            "stored hash (written by another inboxsim version?)"
         )
     lines.append("verdict: " + ("NEW VIOLATIONS" if doc["exit_code"] else "no new violations"))
     return lines

@@ -164,7 +164,8 @@ def diff_lines(doc: dict[str, Any]) -> list[str]:
     for e in s["fixed"][:20]:
         lines.append(f"    fixed seed {e['seed']} ({e['policy']}): was {', '.join(e['before'])}")
     lines.append(
-        f"  invariants: new {', '.join(inv['new']) or '-'}; fixed {', '.join(inv['fixed']) or '-'}; "
+        f"  invariants: new {', '.join(inv['new']) or '-'}; fixed "
+        f"{', '.join(inv['fixed']) or '-'}; "
         f"still violated {', '.join(inv['still_violated']) or '-'}"
     )
     for p in doc["probes"]["changed"][:30]:

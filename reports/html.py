@@ -14,12 +14,17 @@ from .summary import headline, repeats_note
 from .viewer import STYLE as VIEWER_STYLE
 
 _STYLE = """
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1300px;color:#222}
-h1{margin-bottom:.2em} .verdict{font-size:1.2em;padding:.4em .8em;border-radius:6px;display:inline-block}
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1300px;
+color:#222}
+h1{margin-bottom:.2em}
+.verdict{font-size:1.2em;padding:.4em .8em;border-radius:6px;display:inline-block}
 .bad{background:#fde2e2;color:#8a1010} .good{background:#e3f5e3;color:#11621a}
-table{border-collapse:collapse;margin:1em 0;font-size:.9em} th,td{border:1px solid #ddd;padding:.3em .6em;text-align:left}
-th{background:#f4f4f4} td.num{text-align:right} tr.violated td{background:#fff0f0} tr.skip td{color:#888}
-code{background:#f4f4f4;padding:0 .2em} img{max-width:100%;border:1px solid #eee;margin:.5em 0}
+table{border-collapse:collapse;margin:1em 0;font-size:.9em}
+th,td{border:1px solid #ddd;padding:.3em .6em;text-align:left}
+th{background:#f4f4f4} td.num{text-align:right}
+tr.violated td{background:#fff0f0} tr.skip td{color:#888}
+code{background:#f4f4f4;padding:0 .2em}
+img{max-width:100%;border:1px solid #eee;margin:.5em 0}
 section.problem{border:1px solid #e3b4b4;border-left:5px solid #b3261e;border-radius:6px;
  padding:.3em 1em .6em;margin:1em 0} section.problem h3{margin:.4em 0}
 table.sides{table-layout:fixed;width:100%} table.sides pre{margin:0;white-space:pre-wrap;
@@ -58,10 +63,12 @@ def _scenarios(doc: dict[str, Any]) -> list[str]:
     for sc in sorted(doc["scenarios"], key=lambda x: (not x["failed"], x["name"])):
         cls = "violated" if sc["failed"] else ""
         out.append(
-            f'<tr class="{cls}"><td><code>{escape(sc["name"])}</code></td><td>{escape(sc["policy"])}</td>'
-            f"<td>{escape(sc['target'])}</td><td class=num>{sc['runs']}</td><td class=num>{sc['failed']}</td>"
+            f'<tr class="{cls}"><td><code>{escape(sc["name"])}</code></td>'
+            f"<td>{escape(sc['policy'])}</td><td>{escape(sc['target'])}</td>"
+            f"<td class=num>{sc['runs']}</td><td class=num>{sc['failed']}</td>"
             f"<td class=num>{sc['expectations']}</td><td class=num>{sc['expectations_failed']}</td>"
-            f"<td>{escape(sc['first_failure'] or '')}</td><td><code>{escape(sc['file'])}</code></td></tr>"
+            f"<td>{escape(sc['first_failure'] or '')}</td>"
+            f"<td><code>{escape(sc['file'])}</code></td></tr>"
         )
     out.append("</table>")
     return out
@@ -80,7 +87,8 @@ def _mutants(doc: dict[str, Any]) -> list[str]:
     for r in m["rows"]:
         survived = r["killed_by_kind"] == "none"
         out.append(
-            f'<tr class="{"violated" if survived else ""}"><td><code>{escape(r["mutant"])}</code></td>'
+            f'<tr class="{"violated" if survived else ""}">'
+            f"<td><code>{escape(r['mutant'])}</code></td>"
             f"<td>{'survived' if survived else escape(r['killed_by_kind'])}</td>"
             f"<td>{escape(r['killed_by'] or '')}</td><td class=num>{_opt(r['seed'])}</td>"
             f"<td class=num>{_opt(r['seconds_to_detect'])}</td><td class=num>{r['runs']}</td>"
@@ -176,7 +184,8 @@ def html_page(
         f'<p class="verdict {"bad" if bad else "good"}">' + escape(headline(doc)) + "</p>",
         f"<p>{doc['runs']} runs{escape(repeats_note(doc))} "
         f"from <code>{escape(doc['db'])}</code>; policies "
-        f"{escape(', '.join(doc['policies']) or '-')}; target {escape(', '.join(doc['targets']) or '-')}; "
+        f"{escape(', '.join(doc['policies']) or '-')}; target "
+        f"{escape(', '.join(doc['targets']) or '-')}; "
         f"inboxsim {escape(', '.join(doc['versions']) or '-')}; {doc['verdicts']['held']} held, "
         f"{doc['verdicts']['violated']} violated; {doc['throughput']['steps']} steps "
         f"({doc['throughput']['steps_per_second'] or '-'} steps/s of run time).</p>",
@@ -195,7 +204,8 @@ def html_page(
     parts.append(f"<h2>{title['timeline.png']}</h2>")
     parts.append(
         "<p>The first failing run (else the median-length run): one lane per session; squares are "
-        "admissions (blue steer, orange queue), circles promotions, triangles model calls opened and "
+        "admissions (blue steer, orange queue), circles promotions, triangles model calls "
+        "opened and "
         "answered; shaded spans run from a crash to its restart; dashed red lines are violating "
         "steps."
         + (
@@ -215,7 +225,8 @@ def html_page(
     parts.append("<h2>Invariants</h2>")
     parts.append(
         "<p>For an invariant that held, the last columns bound its per-run failure rate at 95% "
-        "confidence from the runs that exercised it (exact: 1 − 0.05<sup>1/n</sup>; rule of three: 3/n).</p>"
+        "confidence from the runs that exercised it (exact: 1 − 0.05<sup>1/n</sup>; rule of three: "
+        "3/n).</p>"
     )
     parts.append(
         "<table><tr><th>invariant</th><th>policy</th><th>status</th><th>exercised</th><th>violated</th>"
@@ -225,10 +236,12 @@ def html_page(
     for inv in sorted(doc["invariants"], key=lambda i: (order[i["status"]], i["id"], i["policy"])):
         cls = {"violated": "violated", "not exercised": "skip"}.get(inv["status"], "")
         parts.append(
-            f'<tr class="{cls}"><td><code>{escape(inv["id"])}</code></td><td>{escape(inv["policy"])}</td>'
-            f"<td>{escape(inv['status'])}</td><td class=num>{inv['runs_exercised']}</td>"
-            f"<td class=num>{inv['runs_violated']}</td><td class=num>{_pct(inv['upper_bound_exact'])}</td>"
-            f"<td class=num>{_pct(inv['upper_bound_rule_of_three'])}</td><td>{escape(inv['statement'])}</td></tr>"
+            f'<tr class="{cls}"><td><code>{escape(inv["id"])}</code></td>'
+            f"<td>{escape(inv['policy'])}</td><td>{escape(inv['status'])}</td>"
+            f"<td class=num>{inv['runs_exercised']}</td><td class=num>{inv['runs_violated']}</td>"
+            f"<td class=num>{_pct(inv['upper_bound_exact'])}</td>"
+            f"<td class=num>{_pct(inv['upper_bound_rule_of_three'])}</td>"
+            f"<td>{escape(inv['statement'])}</td></tr>"
         )
     parts.append("</table>")
     if doc["failing"]:
@@ -237,7 +250,8 @@ def html_page(
             "</summary><table>"
         )
         parts.append(
-            "<tr><th>seed or scenario</th><th>policy</th><th>invariants</th><th>message</th><th>replay</th></tr>"
+            "<tr><th>seed or "
+            "scenario</th><th>policy</th><th>invariants</th><th>message</th><th>replay</th></tr>"
         )
         for f in doc["failing"][:200]:
             parts.append(
@@ -254,8 +268,10 @@ def html_page(
         )
         for r in doc["latency"]:
             parts.append(
-                f"<tr><td>{escape(r['policy'])}</td><td>{escape(str(r['delivery']))}</td><td class=num>{r['promotions']}</td>"
-                f"<td class=num>{r['mean']}</td><td class=num>{r['p50']}</td><td class=num>{r['p95']}</td>"
+                f"<tr><td>{escape(r['policy'])}</td><td>{escape(str(r['delivery']))}</td><td "
+                f"class=num>{r['promotions']}</td>"
+                f"<td class=num>{r['mean']}</td><td class=num>{r['p50']}</td><td "
+                f"class=num>{r['p95']}</td>"
                 f"<td class=num>{r['max']}</td></tr>"
             )
         parts.append("</table>")

@@ -172,6 +172,7 @@ def _mutant_suite(parent: ET.Element, m: dict[str, Any]) -> None:
             ET.SubElement(
                 case,
                 "failure",
-                message=f"survived {r['runs']} runs: no invariant, divergence or expectation caught it",
+                message=f"survived {r['runs']} runs: no invariant, divergence or expectation "
+                "caught it",
                 type="MutantSurvived",
             )

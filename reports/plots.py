@@ -53,7 +53,8 @@ def pick_run(con: Any) -> int | None:
     if row and row[0] is not None:
         return int(row[0])
     row = con.execute(
-        "SELECT run_id FROM runs ORDER BY ops, run_id LIMIT 1 OFFSET (SELECT count(*) // 2 FROM runs)"
+        "SELECT run_id FROM runs ORDER BY ops, run_id LIMIT 1 OFFSET (SELECT count(*) // 2 FROM "
+        "runs)"
     ).fetchone()
     return None if row is None else int(row[0])
 
@@ -114,12 +115,14 @@ def load_plot_data(con: Any, run_id: int | None) -> PlotData:
         detail,
         con.execute(
             "SELECT policy, delivery, count(*), avg(latency), quantile_cont(latency, 0.05), "
-            "quantile_cont(latency, 0.25), quantile_cont(latency, 0.5), quantile_cont(latency, 0.75), "
+            "quantile_cont(latency, 0.25), quantile_cont(latency, 0.5), quantile_cont(latency, "
+            "0.75), "
             "quantile_cont(latency, 0.95), max(latency) FROM promotion_latency "
             "GROUP BY ALL ORDER BY policy, delivery"
         ).fetchall(),
         con.execute(
-            "SELECT invariant, policy, runs_violated FROM violations_by_invariant ORDER BY invariant, policy"
+            "SELECT invariant, policy, runs_violated FROM violations_by_invariant ORDER BY "
+            "invariant, policy"
         ).fetchall(),
         con.execute(
             "SELECT policy, probe, runs_hit, runs FROM probe_coverage ORDER BY probe, policy"

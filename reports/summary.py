@@ -62,7 +62,8 @@ def load_facts(con: Any, db: str, schema_version: int) -> Facts:
         db=db,
         schema_version=schema_version,
         runs=q(
-            "SELECT run_id, seed, policy, target, version, options, verdict, liveness, ops, seconds, "
+            "SELECT run_id, seed, policy, target, version, options, verdict, liveness, ops, "
+            "seconds, "
             "scenario, policy_hash FROM distinct_runs ORDER BY run_id"
         ),
         violations=q(
@@ -75,7 +76,8 @@ def load_facts(con: Any, db: str, schema_version: int) -> Facts:
         ),
         latency=q(
             "SELECT policy, delivery, count(*), avg(latency), "
-            "quantile_cont(latency, 0.05), quantile_cont(latency, 0.25), quantile_cont(latency, 0.5), "
+            "quantile_cont(latency, 0.05), quantile_cont(latency, 0.25), quantile_cont(latency, "
+            "0.5), "
             "quantile_cont(latency, 0.75), quantile_cont(latency, 0.95), max(latency) "
             "FROM promotion_latency GROUP BY ALL ORDER BY policy, delivery"
         ),
@@ -394,7 +396,8 @@ def markdown(doc: dict[str, Any], max_failing: int = 20) -> str:
         f"{doc['verdicts']['held']} held, {doc['verdicts']['violated']} violated. "
         f"{doc['throughput']['steps']} steps.",
         "",
-        "| invariant | policy | status | runs exercised | runs violated | 95% upper bound on failure rate (exact / 3/n) |",
+        "| invariant | policy | status | runs exercised | runs violated | 95% upper bound on "
+        "failure rate (exact / 3/n) |",
         "| --- | --- | --- | ---: | ---: | --- |",
     ]
     order = {"violated": 0, "held": 1, "not exercised": 2}
@@ -412,7 +415,8 @@ def markdown(doc: dict[str, Any], max_failing: int = 20) -> str:
             inv["status"]
         ]
         out.append(
-            f"| `{inv['id']}` | {inv['policy']} | {mark} | {inv['runs_exercised']} | {inv['runs_violated']} | {bound} |"
+            f"| `{inv['id']}` | {inv['policy']} | {mark} | {inv['runs_exercised']} | "
+            f"{inv['runs_violated']} | {bound} |"
         )
     if doc["failing"]:
         out += problem_lines(doc, max_failing)
@@ -422,7 +426,8 @@ def markdown(doc: dict[str, Any], max_failing: int = 20) -> str:
             "",
             f"### Scenarios ({len(doc['scenarios'])}, {failed} failing)",
             "",
-            "| scenario | policy | target | runs | failed | expectations (failed) | first failure |",
+            "| scenario | policy | target | runs | failed | expectations (failed) "
+            "| first failure |",
             "| --- | --- | --- | ---: | ---: | ---: | --- |",
         ]
         for sc in sorted(doc["scenarios"], key=lambda x: (not x["failed"], x["name"])):
@@ -445,7 +450,8 @@ def markdown(doc: dict[str, Any], max_failing: int = 20) -> str:
         for r in m["rows"]:
             kind = "❌ survived" if r["killed_by_kind"] == "none" else r["killed_by_kind"]
             out.append(
-                f"| `{r['mutant']}` | {kind} | {_cell(r['killed_by'] or '')} | {_dash(r['seed'])} | "
+                f"| `{r['mutant']}` | {kind} | {_cell(r['killed_by'] or '')} | "
+                f"{_dash(r['seed'])} | "
                 f"{_dash(r['seconds_to_detect'])} | {r['runs']} | {_dash(r['shrunk_ops'])} |"
             )
     if doc["missing_required_probes"]:

@@ -93,7 +93,6 @@ def migrate(con: Any, found: int, target: int) -> None:
     row counts it leaves (``meta.row_counts``)."""
     import duckdb
 
-
     for version in range(found, target):
         con.execute("BEGIN TRANSACTION")
         try:

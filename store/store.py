@@ -199,7 +199,6 @@ class BatchColumns:
             return None
         found = self._policies.get(policy)
         if found is None:
-
             found, name, preset, fields = policy_record(policy)
             self._policies[policy] = found
             table = self.columns["policies"]

@@ -1,9 +1,10 @@
 """Traces read back from a store.
 
 A stored step keeps its request, reply and observations as canonical JSON.
-Parsing them back (:mod:`inboxsim.trace.decode`) gives a :class:`~inboxsim.trace.record.Trace` that the checkers
-judge exactly as they judged the live run, and whose trace hash is the stored
-one (tests/test_reports_check.py). (what the wire form leaves out, and why that is safe, is said there).
+Parsing them back (:mod:`inboxsim.trace.decode`, which says what the wire form
+leaves out and why that is safe) gives a :class:`~inboxsim.trace.record.Trace`
+that the checkers judge exactly as they judged the live run, and whose trace
+hash is the stored one (tests/test_reports_check.py).
 """
 
 from __future__ import annotations
@@ -126,7 +127,8 @@ def traces(con: Any, runs: Sequence[StoredRun]) -> Iterator[tuple[StoredRun, Tra
     (one query per run would dominate for large stores)."""
     by_id = {r.run_id: r for r in runs}
     cursor = con.execute(
-        "SELECT run_id, idx, phase, kind, decision, request, reply, observed FROM steps ORDER BY run_id, idx"
+        "SELECT run_id, idx, phase, kind, decision, request, reply, observed FROM steps ORDER BY "
+        "run_id, idx"
     )
     current: int | None = None
     rows: list[tuple[Any, ...]] = []

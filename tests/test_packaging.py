@@ -89,7 +89,11 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     root = Path(__file__).resolve().parent.parent
     readme = (root / "README.md").read_text(encoding="utf-8")
     blocks = [b.split("```", 1)[0].strip() for b in readme.split("```sh\n")[1:]]
-    ci_lines = [ln for ln in (root / ".ci" / "run").read_text().splitlines() if ln and not ln.startswith("#")]
+    ci_lines = [
+        ln
+        for ln in (root / ".ci" / "run").read_text().splitlines()
+        if ln and not ln.startswith("#")
+    ]
     assert len(blocks) >= 2
     assert ci_lines[-1].strip() == blocks[1]
     assert "inboxsim sweep" in blocks[0]

@@ -78,7 +78,9 @@ def test_one_and_two_jobs_give_the_same_traces() -> None:
 
 def test_an_unreachable_dask_scheduler_is_a_harness_error() -> None:
     plan = _plan(2, jobs=1)
-    unreachable = SweepPlan(**{**_fields(plan), "executor": "dask", "scheduler": "tcp://127.0.0.1:9"})
+    unreachable = SweepPlan(
+        **{**_fields(plan), "executor": "dask", "scheduler": "tcp://127.0.0.1:9"}
+    )
     with pytest.raises(HarnessError, match="Dask scheduler"):
         sweep(unreachable, None)
 

@@ -145,7 +145,8 @@ def test_locked_file(db: str) -> None:
         [
             sys.executable,
             "-c",
-            f"import duckdb, time; c = duckdb.connect({db!r}); print('held', flush=True); time.sleep(60)",
+            f"import duckdb, time; c = duckdb.connect({db!r}); print('held', flush=True); "
+            "time.sleep(60)",
         ],
         stdout=subprocess.PIPE,
         text=True,
