@@ -212,10 +212,21 @@ def replay(
     ops: OpsOption = 100,
     target: TargetOption = "model",
     only_expected: OnlyExpectedOption = False,
+    html: Annotated[
+        str | None,
+        typer.Option(
+            "--html",
+            help="Write the run as a trace viewer page (one self-contained HTML file) to this "
+            "path instead of printing it.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Rerun one seed with the options a sweep ran it with, and print its trace.
 
+    With --html, write it as a viewer page instead: the steps with the views
+    after each, crashes shaded, the violating step highlighted, a timeline.
     Exits 1 when the run violated an invariant or did not settle.
     """
     from inboxsim.sim.run import run_seed
@@ -223,7 +234,15 @@ def replay(
 
     the_policy, options = _sim_inputs(policy, ops, target, only_expected)
     result = run_seed(seed, the_policy, options)
-    if as_json:
+    if html is not None:
+        from inboxsim.reports.pages import result_page, verdict_words
+        from inboxsim.reports.summary import replay_command
+
+        page = result_page(result, replay_command(seed, policy, options.to_dict()) or "")
+        _write_text(html, page)
+        violations = [(v.invariant, v.steps, v.message) for v in result.violations]
+        typer.echo(f"seed {seed} ({result.policy}): {verdict_words(violations)}; wrote {html}")
+    elif as_json:
         _emit_json(result_document(result))
     else:
         for line in trace_lines(result):
@@ -443,19 +462,35 @@ def check(db: DbOption = "inboxsim.duckdb", as_json: JsonFlag = False) -> None:
 def report(
     db: DbOption = "inboxsim.duckdb",
     out: Annotated[str, typer.Option("--out", help="The folder to write the report into.")] = "report",
+    shrink: Annotated[
+        int,
+        typer.Option(
+            "--shrink", help="Shrink at most N problems not yet shrunk (0: none).", min=0
+        ),
+    ] = 10,
+    shrink_seconds: Annotated[
+        float, seconds("--shrink-seconds", "Time budget of each problem's shrink.")
+    ] = 30.0,
     as_json: JsonFlag = False,
 ) -> None:
     """Write an HTML report with plots, a Markdown and a JSON summary, and JUnit XML.
 
+    Failing runs are grouped into problems (by policy and violated invariant);
+    each problem's first seed is shrunk to a minimal scenario with a viewer
+    page, cached in the store so that the next report reuses it.
     Exits 1 when the store holds a run that violated an invariant.
     """
     from inboxsim.reports.command import run_report
 
-    document, written = run_report(db, out)
+    document, written = run_report(db, out, shrink_seconds, shrink)
     if as_json:
         _emit_json(document)
     else:
-        typer.echo(f"{document['runs']} runs, {len(document['failing'])} failing; wrote:")
+        problems = len(document["problems"])
+        typer.echo(
+            f"{document['runs']} runs, {len(document['failing'])} failing in {problems} "
+            f"problem{'s' if problems != 1 else ''}; wrote:"
+        )
         for path in written:
             typer.echo(f"  {path}")
     raise typer.Exit(document["exit_code"])
@@ -684,6 +719,16 @@ def _check_out(path: str) -> Any:
     if not target.parent.is_dir():
         raise HarnessError(f"--out {path}: no such folder {str(target.parent)!r}")
     return target
+
+
+def _write_text(path: str, text: str) -> None:
+    """Write a file the user named, or one line saying why it cannot be."""
+    from pathlib import Path
+
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise HarnessError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _write_document(path: str, document: Mapping[str, Any]) -> None:

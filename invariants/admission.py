@@ -25,7 +25,9 @@ class FreshIdChecker(Checker):
     and only in the session and as the kind it belongs to. The one exception
     to "one admission per ID" that the protocol allows: after its lifecycle
     ended (a committed revert removed it, its barrier was consumed) an ID is
-    admitted again in its own session and as its own kind."""
+    admitted again in its own session and as its own kind; under ``ended_ids =
+    "freed_by_revert"`` an ID a committed revert truncated, in any session
+    and as any kind (the tracker's index marks it freed)."""
 
     ids = (FRESH,)
     events = ADMISSIONS
@@ -62,7 +64,7 @@ class FreshIdChecker(Checker):
     def _namespace(self, ctx: StepCtx, ev: Event, sh: SessionShadow, x: str) -> None:
         """An ID whose lifecycle ended is admitted again only where it belongs."""
         first = self.t.namespace.get(x)
-        if first is None:
+        if first is None or first.freed:
             return
         kind = self.t.admission_kind(ctx, ev)
         if not first.copied and first.session == sh.id and first.type == kind:

@@ -190,7 +190,7 @@ class RevertChecker(Checker):
                 "which is not a visible message",
             )
             return
-        cut = boundary.seq
+        cut = env.policy.revert_cut(boundary.seq)
         removed = [(m.id, m.seq, "transcript") for m in sh.visible.values() if m.seq >= cut]
         removed += [
             (r.input, r.seq, "pending")
@@ -222,7 +222,16 @@ class RevertChecker(Checker):
             commit = self.committed.get(sid)
             admit = self.admitted_first.get(sid)
             sh = self.t.sessions[sid]
-            if commit is None:
+            if self.env.policy.staged_revert_prompt == "admits":
+                if commit is not None:
+                    self.env.fail(
+                        COMMITS_FIRST,
+                        (sh.staged_step, ctx.index),
+                        f"prompt {x} at step {ctx.index} committed the revert to {self.staged} "
+                        f"(seq {commit}), but under staged_revert_prompt = admits a prompt leaves "
+                        "a staged revert staged",
+                    )
+            elif commit is None:
                 self.env.fail(
                     COMMITS_FIRST,
                     (sh.staged_step, ctx.index),
@@ -265,7 +274,7 @@ class RevertChecker(Checker):
         if survived:
             problems.append(f"{', '.join(survived)} survived it")
         if lost:
-            problems.append(f"{words.ids(lost)}, below the boundary, disappeared")
+            problems.append(f"{words.ids(lost)}, before the cut, disappeared")
         if barrier is not None and barrier not in present:
             problems.append(f"it removed compaction barrier {barrier}")
         if problems:

@@ -106,10 +106,12 @@ _ENTRIES: tuple[Invariant, ...] = (
         "admission per ID), with the one exception the protocol allows: after its lifecycle "
         "ended (a committed revert removed it, its barrier was consumed) an ID is admitted "
         "again in its own session and as its own kind, a new lifecycle. A live ID (pending or "
-        "visible) is never admitted again.",
+        "visible) is never admitted again. Under ended_ids = freed_by_revert (OpenCode 1.18.33) "
+        "an ID whose admission a committed revert truncated is free: any session admits it, as "
+        "any kind.",
         "spec §4.2, §4.4; adapter protocol, IDs are one namespace (the exception: re-admission "
         "in the same session and kind after the lifecycle ended; the spec's cancellation "
-        "exception has no protocol operation)",
+        "exception has no protocol operation); the policy's ended_ids",
         ("admission", "ids"),
         ALWAYS,
         "admission without the ID lookup (no check against the transcript or other sessions), or "
@@ -189,9 +191,11 @@ _ENTRIES: tuple[Invariant, ...] = (
         "error, also after its lifecycle ended, and so does reusing a fork copy's ID. In its own "
         "session and kind, after its lifecycle ended (a prompt under a staged revert: as if the "
         "revert were committed first), a reuse admits a new input, not a retry. Generated IDs "
-        "(inputs, barriers, fork copies) never collide with an ID ever admitted or copied.",
+        "(inputs, barriers, fork copies) never collide with an ID ever admitted or copied. Under "
+        "ended_ids = freed_by_revert (OpenCode 1.18.33) an ID whose admission a committed revert "
+        "truncated belongs to no one: a reuse anywhere, as any kind, admits a new input.",
         "spec §4.38, §4.2; adapter protocol (IDs are one namespace; a prompt under a staged "
-        "revert)",
+        "revert); the policy's ended_ids",
         ("ids",),
         ALWAYS,
         "a per-session primary key on input IDs instead of a global one, or an ID index that "
@@ -506,7 +510,8 @@ _ENTRIES: tuple[Invariant, ...] = (
     Invariant(
         "revert-truncates",
         "A committed revert removes exactly the messages and user/synthetic pending rows at or "
-        "after its boundary's seq, and keeps everything below it and the barrier.",
+        "after its boundary's seq (after it, under revert_boundary = kept), and keeps everything "
+        "below it and the barrier.",
         "spec §4.34; seed (committed revert truncates exactly at the boundary)",
         ("revert",),
         ALWAYS,
@@ -515,8 +520,9 @@ _ENTRIES: tuple[Invariant, ...] = (
     Invariant(
         "prompt-commits-revert",
         "A prompt that succeeds under a staged revert commits it first, in the same step, and "
-        "survives it; a synthetic input never commits a staged revert.",
-        "spec §4.35; adapter protocol (revert rules)",
+        "survives it (under staged_revert_prompt = admits it commits nothing: the revert stays "
+        "staged); a synthetic input never commits a staged revert.",
+        "spec §4.35; adapter protocol (revert rules); OpenCode 1.18.33 (admits)",
         ("revert",),
         ALWAYS,
         "admitting the prompt before committing the revert, which then discards it",

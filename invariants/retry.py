@@ -62,7 +62,7 @@ class ReuseChecker(Checker):
             return
         self.judged = True
         self.owner = self.t.owner_for(x, op)  # type: ignore[arg-type]
-        self.first = self.t.namespace.get(x)
+        self.first = self.t.first_owner(x, op)  # type: ignore[arg-type]
         if self.owner is not None and not self.owner.copied:
             self.life = self.t.lives.get(x)
             self.state = self.life.state if self.life else ""
@@ -170,14 +170,15 @@ class ReuseChecker(Checker):
     def _ended(self, ctx: StepCtx, x: str, kind: str, first: Owner) -> None:
         """A reuse of an ID whose lifecycle ended (or that a prompt's staged
         revert ends first): a conflict anywhere but in its own session and
-        kind, where it is a new input, not a retry."""
+        kind, where it is a new input, not a retry. A freed ID (the policy's
+        ``ended_ids``) is a new input wherever it is reused."""
         env = self.env
         op = ctx.op
         code = CONFLICT[kind]
         got = getattr(ctx.reply, "code", None)
         env.hit(NAMESPACE)
         steps = (ctx.index, first.step)
-        if first.copied or first.session != ctx.session or first.type != kind:
+        if not first.freed and (first.copied or first.session != ctx.session or first.type != kind):
             if got != code:
                 env.fail(
                     NAMESPACE,
@@ -190,13 +191,17 @@ class ReuseChecker(Checker):
             return
         returned_old = ctx.ok and ctx.result.get("input") == x and x not in ctx.admitted
         if got == code or returned_old:
+            where = (
+                "a committed revert freed it (ended_ids = freed_by_revert)"
+                if first.freed
+                else f"the lifecycle of {x} in its own session and kind had ended"
+            )
             env.fail(
                 NAMESPACE,
                 steps,
                 f"{op.OP} {x} into session {ctx.session} at step {ctx.index} "  # type: ignore[union-attr]
                 f"{'returned a receipt without admitting it' if returned_old else _code(ctx)}, "
-                f"but the lifecycle of {x} in its own session and kind had ended: it is admitted "
-                "again as a new input, not judged as a retry",
+                f"but {where}: it is admitted again as a new input, not judged as a retry",
             )
 
     def _same_receipt(self, ctx: StepCtx) -> None:

@@ -115,12 +115,15 @@ class Life:
 @dataclass(slots=True)
 class Owner:
     """Whom an ID belongs to: its session and kind (or a fork's copy), and
-    the trace step of its first admission or copy."""
+    the trace step of its first admission or copy. ``freed``: a committed
+    revert truncated it under ``ended_ids = "freed_by_revert"``, so it
+    belongs to no one until its next admission."""
 
     session: str
     type: str
     copied: bool = False
     step: int = -1
+    freed: bool = False
 
 
 class SessionShadow:
@@ -352,24 +355,42 @@ class Tracker:
     def owner_for(self, x: str, op: Op) -> Owner | None:
         """The live owner of ``x`` as the request is judged. A prompt that
         arrives under a staged revert is judged as if the revert were
-        committed just before it (protocol), so an ID the revert would
-        discard is free."""
+        committed just before it (protocol; ``staged_revert_prompt =
+        "commits"``), so an ID the revert would discard is free."""
         o = self.owners.get(x)
-        if o is None or not isinstance(op, Prompt) or o.session != op.session:
-            return o
+        return None if o is not None and self._staged_discards(x, o, op) else o
+
+    def first_owner(self, x: str, op: Op) -> Owner | None:
+        """Whom ``x`` belongs to for good as the request is judged: its first
+        owner, or a freed one where ``ended_ids = "freed_by_revert"`` freed it
+        (a committed revert truncated it, or the staged revert this prompt
+        commits first will)."""
+        first = self.namespace.get(x)
+        if first is None or first.freed or first.copied:
+            return first
+        o = self.owners.get(x)
+        if o is None or not self._staged_discards(x, o, op):
+            return first
+        return _freed(first) if self.policy.ended_ids == "freed_by_revert" else first
+
+    def _staged_discards(self, x: str, o: Owner, op: Op) -> bool:
+        """Whether the staged revert a prompt commits first discards ``x``."""
+        if not isinstance(op, Prompt) or o.session != op.session:
+            return False
+        if self.policy.staged_revert_prompt != "commits":
+            return False
         sh = self.sessions.get(op.session)
         if sh is None or sh.staged is None:
-            return o
+            return False
         boundary = sh.visible.get(sh.staged)
         if boundary is None:
-            return o
+            return False
+        cut = self.policy.revert_cut(boundary.seq)
         m = sh.visible.get(x)
-        if m is not None and m.seq >= boundary.seq:
-            return None
+        if m is not None and m.seq >= cut:
+            return True
         r = sh.pending.get(x)
-        if r is not None and r.type != "compaction" and r.seq >= boundary.seq:
-            return None
-        return o
+        return r is not None and r.type != "compaction" and r.seq >= cut
 
     def admission_kind(self, ctx: StepCtx, ev: Event) -> str:
         """The kind an ``admitted`` or ``compaction_admitted`` event admits:
@@ -592,6 +613,20 @@ class Tracker:
         ):
             life.state = state
             life.ended_step = step
+            if state == "reverted" and self.policy.ended_ids == "freed_by_revert":
+                self.namespace[x] = _freed(self.namespace[x])
+
+    def _own(self, x: str, owner: Owner) -> None:
+        """An admission: ``x`` is live, and owned for good unless it already
+        was (a re-admission in its own session and kind) and is not freed."""
+        self.owners[x] = owner
+        first = self.namespace.get(x)
+        if first is None or first.freed:
+            self.namespace[x] = owner
+
+
+def _freed(owner: Owner) -> Owner:
+    return Owner(owner.session, owner.type, owner.copied, owner.step, True)
 
 
 def _reset_drain(sh: SessionShadow) -> None:
@@ -618,8 +653,7 @@ def _admitted(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
     delivery = data["delivery"] if "delivery" in data else (t.delivery(mine) if mine else None)
     row = Row(x, sh.id, kind, delivery, ev.seq, ev.time, ctx.index)
     sh.pending[x] = row
-    t.owners[x] = Owner(sh.id, kind, False, ctx.index)
-    t.namespace.setdefault(x, t.owners[x])
+    t._own(x, Owner(sh.id, kind, False, ctx.index))
     life = Life(row)
     if mine is not None:
         life.payload = t.payload(mine)
@@ -634,8 +668,7 @@ def _compaction_admitted(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow)
     sh.pending[x] = row
     if sh.barrier is None:
         sh.barrier = row
-    t.owners[x] = Owner(sh.id, "compaction", False, ctx.index)
-    t.namespace.setdefault(x, t.owners[x])
+    t._own(x, Owner(sh.id, "compaction", False, ctx.index))
     t.lives[x] = Life(row, payload="{}")
     ctx.admitted[x] = (ev, row)
 
@@ -692,7 +725,7 @@ def _revert_committed(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) ->
     boundary = sh.visible.get(to or "")
     if boundary is None:
         return
-    cut = boundary.seq
+    cut = t.policy.revert_cut(boundary.seq)
     kept: dict[str, Msg] = {}
     for k, m in sh.visible.items():
         if m.seq < cut:

@@ -167,7 +167,7 @@ def _create(tx: Tx, op: Create) -> dict[str, Any]:
 
 def _prompt(tx: Tx, op: Prompt) -> dict[str, Any]:
     log = tx.session(op.session)
-    if log.revert is not None:
+    if log.revert is not None and tx.policy.staged_revert_prompt == "commits":
         # Judged as if the staged revert were committed just before: the
         # commit and the admission land together or not at all.
         inbox.revert_commit(tx, op.session)

@@ -9,7 +9,10 @@ reuse is judged as a retry while the input is pending or visible; once its
 lifecycle ended without it staying visible (a committed revert truncated it,
 or its barrier was consumed) it admits a new input there, and only there. A
 copy's ID is never admitted: reusing it after a revert removed the copy
-conflicts too. Generated IDs skip every ID the index ever held.
+conflicts too. Generated IDs skip every ID the index ever held. The one
+policy departure, ``ended_ids = "freed_by_revert"`` (OpenCode 1.18.33), lives
+in the index (``store.py``): an ID a committed revert freed has no owner
+(``Store.owner``), so any session and kind admits it anew.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ def admit(tx: Tx, op: Prompt | Synthetic) -> Receipt:
     data = canonical_json(op.payload())
     if op.input is None:
         return _admit_new(tx, log, tx.fresh_id("in-"), kind, data, delivery)
-    owner = tx.store.owners.get(op.input)
+    owner = tx.store.owner(op.input)
     if owner is None:
         return _admit_new(tx, log, op.input, kind, data, delivery)
     conflict = Failed(_CONFLICT[kind], f"input {op.input!r} is already used")
@@ -101,7 +104,7 @@ def compact(tx: Tx, op: Compact) -> Receipt:
     """Admit the session's one coalesced compaction barrier (spec 3.8)."""
     log = tx.session(op.session)
     if op.input is not None:
-        owner = tx.store.owners.get(op.input)
+        owner = tx.store.owner(op.input)
         if owner is not None and (owner.session != op.session or owner.type != "compaction"):
             raise Failed(
                 "compaction_conflict",

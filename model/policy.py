@@ -22,6 +22,10 @@ BarrierBlocks = Literal["all", "after"]
 SyntheticDelivery = Literal["steer_or_queue", "always_steer", "none"]
 Lifecycles = Literal["shared", "parallel", "parallel_merged"]
 StepEvents = Literal["at_call", "on_response"]
+PromotedEventTime = Literal["promotion", "admission"]
+RevertBoundary = Literal["removed", "kept"]
+StagedRevertPrompt = Literal["commits", "admits"]
+EndedIds = Literal["kept", "freed_by_revert"]
 
 
 class PolicyError(HarnessError, ValueError):
@@ -54,8 +58,12 @@ class Policy:
     decision, G5 projector, spec 3.14) or ``admission`` (G2: the projected
     message keeps its admission time), open point A1."""
     steer_batch_cap: int | None = None
-    """At most this many steers promote at one boundary (G2's cutoff cap of
-    100, spec 3.4 "G2 difference"); ``None``: every pending steer (G4)."""
+    """At most this many steers promote at one boundary (the G2 source
+    revision's cutoff cap of 100, spec 3.4 "G2 difference"); ``None``: every
+    pending steer (G4, and the released OpenCode 1.18.33, whose
+    ``promoteSteers`` takes every steer below its cutoff: 101 parked steers
+    promote at one boundary on the real server, ``docs/opencode.md``, so the
+    ``g2`` preset has no cap)."""
     barrier_blocks: BarrierBlocks = "all"
     """What a compaction barrier holds back. ``all`` (G4 code, spec 3.8 and
     invariant 10): every promotion while it exists. ``after`` (G5 ordered
@@ -82,6 +90,63 @@ class Policy:
     ``step_failed``), and a step whose call is interrupted or lost before any
     response has no step event."""
 
+    promoted_event_time: PromotedEventTime = "promotion"
+    """The ``time`` of the durable ``promoted`` event. ``promotion`` (G4 and
+    the seed: the ``now`` of the boundary that promoted it) or ``admission``
+    (G2: the released OpenCode 1.18.33 stamps ``session.next.prompted`` with
+    the input's admission time, its ``SessionInput.publish`` passing the row's
+    ``time_created``; seen on the real server, ``docs/opencode.md``), so event
+    times do not grow with seq. ``admission`` needs ``visible_time =
+    "admission"``: under ``promotion`` a replay reads a message's time from
+    its promoted event."""
+
+    revert_boundary: RevertBoundary = "removed"
+    """What a committed revert does to its boundary message. ``removed`` (G5
+    projector, spec 3.10 and invariant 34; adapter protocol): the messages and
+    user/synthetic pending rows at or after the boundary's seq go. ``kept``
+    (G2: the released OpenCode 1.18.33's session projector deletes
+    ``session_message`` rows with ``seq > boundary.seq`` and ``session_input``
+    rows admitted or promoted after it; seen on the real server,
+    ``docs/opencode.md``): only those after it go, and the boundary stays
+    visible. Either way a compaction barrier stays."""
+    staged_revert_prompt: StagedRevertPrompt = "commits"
+    """What a prompt does while a revert is staged. ``commits`` (G3 and G5
+    tests, spec 3.10 and invariant 35; adapter protocol): it is judged as if
+    the revert were committed just before it, and the commit and the admission
+    land together. ``admits`` (G2: OpenCode 1.18.33, seen on the real server,
+    ``docs/opencode.md``): it is admitted, retried or refused as if nothing
+    were staged, and wakes as usual; the revert stays staged, and a later
+    commit discards the prompt with everything else after the boundary."""
+    ended_ids: EndedIds = "kept"
+    """Whom an input ID belongs to once its lifecycle ended. ``kept`` (spec
+    invariants 2 and 38, OpenCode's own G3 test "rejects reuse of one globally
+    unique message ID across sessions", spec 6.2; adapter protocol "IDs are
+    one namespace"): to its session and kind, for good; it may be admitted
+    again only there, as a new input. ``freed_by_revert`` (G2: the released
+    OpenCode 1.18.33, seen on the real server, ``docs/opencode.md``): its
+    uniqueness check is by ``session_input`` row and a committed revert
+    deletes the rows it truncates, so q0 and p0, truncated from s1, were
+    admitted in s2 with no 409. An ID whose admission a committed revert
+    removed (pending, or promoted after the cut) is then free for any session
+    and kind. Nothing else is freed: a consumed barrier's ID stays its
+    session's (1.18.33 has no admission barrier, so there is no evidence
+    against the protocol's rule; the g2 preset's barriers are the model's),
+    and so does a fork copy's (no admission row; 1.18.33 serves no fork). A
+    live ID in another session is a conflict either way (a 409 on the real
+    server), and generated IDs still skip every ID ever used."""
+
+    def __post_init__(self) -> None:
+        if self.promoted_event_time == "admission" and self.visible_time != "admission":
+            raise PolicyError(
+                f"policy {self.name}: promoted_event_time = 'admission' needs visible_time = "
+                "'admission' (a message's promotion time would be in no event)"
+            )
+
+    def revert_cut(self, boundary_seq: int) -> int:
+        """The first seq a committed revert to a boundary at ``boundary_seq``
+        removes (``revert_boundary``)."""
+        return boundary_seq + 1 if self.revert_boundary == "kept" else boundary_seq
+
     def fields(self) -> dict[str, object]:
         """The choice fields only (no name or summary), for listings."""
         return {
@@ -100,11 +165,15 @@ PRESETS: dict[str, Policy] = {
         Policy("g3", "the seed's decided design: rows kept with promoted_seq (observably G4)"),
         Policy(
             "g2",
-            "released OpenCode 1.18.33: admission-time stamps, 100-steer cap, no synthetic route",
+            "released OpenCode 1.18.33: admission-time stamps, no synthetic route, a revert keeps "
+            "its boundary and frees the IDs it truncates",
             visible_time="admission",
-            steer_batch_cap=100,
             synthetic_delivery="none",
             step_events="on_response",
+            promoted_event_time="admission",
+            revert_boundary="kept",
+            staged_revert_prompt="admits",
+            ended_ids="freed_by_revert",
         ),
         Policy(
             "g5",
@@ -140,6 +209,10 @@ _CHOICES: dict[str, tuple[object, ...]] = {
     "synthetic_delivery": ("steer_or_queue", "always_steer", "none"),
     "lifecycles": ("shared", "parallel", "parallel_merged"),
     "step_events": ("at_call", "on_response"),
+    "promoted_event_time": ("promotion", "admission"),
+    "revert_boundary": ("removed", "kept"),
+    "staged_revert_prompt": ("commits", "admits"),
+    "ended_ids": ("kept", "freed_by_revert"),
 }
 
 
@@ -190,4 +263,7 @@ def policy_from_table(table: dict[str, object], origin: str) -> Policy:
             raise PolicyError(f"{origin}: {key} must be a string")
     fields.setdefault("name", Path(origin).stem)
     fields.setdefault("summary", f"custom policy from {origin} (based on {base.name})")
-    return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
+    try:
+        return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
+    except PolicyError as exc:
+        raise PolicyError(f"{origin}: {exc}") from None

@@ -295,7 +295,8 @@ def _promote(tx: Tx, session: str, input_id: str) -> bool:
     row = log.pending_row(input_id)
     if row is None or row.type == "compaction" or _blocked(row, log.barrier(), tx):
         return False
-    tx.append(session, "promoted", input_id)
+    admission_time = tx.policy.promoted_event_time == "admission"
+    tx.append(session, "promoted", input_id, time=row.time if admission_time else None)
     return True
 
 

@@ -148,13 +148,19 @@ class Tx:
         return log
 
     def append(
-        self, session: str, type_: str, input_id: str | None = None, data: object = None
+        self,
+        session: str,
+        type_: str,
+        input_id: str | None = None,
+        data: object = None,
+        time: int | None = None,
     ) -> Event:
+        """Append an event stamped ``time`` (default: this request's ``now``)."""
         self.store, event = append(
             self.store,
             session,
             type_,
-            self.now,
+            self.now if time is None else time,
             input_id,
             {} if data is None else data,
             self.policy,

@@ -14,14 +14,18 @@ Rules kept here (spec section 2 and invariants 1-6, 9, 32-34):
 - a pending row exists only while its input is pending (G4 ``session_pending``);
   promotion removes it and appends the message in one event.
 - a committed revert drops messages with ``seq >= boundary.seq`` and user and
-  synthetic pending rows with ``admitted_seq >= boundary.seq``; a compaction
+  synthetic pending rows with ``admitted_seq >= boundary.seq`` (``> ``, keeping
+  the boundary, under the policy's ``revert_boundary = "kept"``); a compaction
   barrier stays.
 
 Besides the per-session logs the store keeps ``owners``: which session and
 kind every input ID ever admitted or copied belongs to, for good (an ID keeps
 its owner after its lifecycle ends: adapter protocol, "IDs are one
-namespace"). It is derived data, kept so that the one-namespace rule costs a
-dictionary lookup.
+namespace"), unless the policy's ``ended_ids = "freed_by_revert"`` frees the
+IDs a committed revert truncates (OpenCode 1.18.33): their entry stays,
+marked ``freed``, so that generated IDs still skip them, and the next
+admission of such an ID, in any session and as any kind, owns it. It is
+derived data, kept so that the one-namespace rule costs a dictionary lookup.
 """
 
 from __future__ import annotations
@@ -36,11 +40,14 @@ from .values import Event, InputType, Message, Receipt, encode_json, parse_json
 @dataclass(frozen=True, slots=True)
 class Owner:
     """Who an input ID belongs to, for good: its session, its kind, and
-    whether it is a fork's copy (copies have no admission in their session)."""
+    whether it is a fork's copy (copies have no admission in their session).
+    ``freed``: a committed revert truncated its admission and the policy's
+    ``ended_ids`` frees such IDs, so it belongs to no one until admitted again."""
 
     session: str
     type: InputType
     copied: bool = False
+    freed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +90,13 @@ class Store:
 
     def with_session(self, log: SessionLog) -> Store:
         return Store({**self.sessions, log.id: log}, self.owners)
+
+    def owner(self, input_id: str) -> Owner | None:
+        """Whom a reuse of ``input_id`` is judged against: ``None`` if the ID
+        was never used or is freed (generated IDs consult ``owners`` itself:
+        they skip freed IDs too)."""
+        owner = self.owners.get(input_id)
+        return None if owner is None or owner.freed else owner
 
 
 EMPTY_STORE = Store({}, {})
@@ -134,20 +148,34 @@ def append(
     text = data if isinstance(data, str) else encode_json(data)
     event = Event(session_id, log.next_seq, type_, time, input_id, text)
     new_log = project(log, event, policy)
-    owners = _reindex(store.owners, new_log, event)
+    owners = _reindex(store.owners, log, new_log, event, policy)
     return Store({**store.sessions, session_id: new_log}, owners), event
 
 
-def _reindex(owners: Mapping[str, Owner], after: SessionLog, event: Event) -> Mapping[str, Owner]:
-    """The ID index after ``event``: IDs the session gained. None is ever
-    lost: an ID whose lifecycle ended (a committed revert removed it, its
-    barrier was consumed) still belongs to its session and kind."""
+def _reindex(
+    owners: Mapping[str, Owner],
+    before: SessionLog,
+    after: SessionLog,
+    event: Event,
+    policy: Policy,
+) -> Mapping[str, Owner]:
+    """The ID index after ``event``: IDs the session gained (an admission
+    owns a freed ID anew). None is ever lost: an ID whose lifecycle ended (a
+    committed revert removed it, its barrier was consumed) still belongs to
+    its session and kind, unless ``ended_ids = "freed_by_revert"`` frees the
+    admissions a committed revert truncated (not copies, not barriers)."""
     if event.type in ("admitted", "compaction_admitted"):
         row = after.pending[-1]
         return {**owners, row.input: Owner(row.session, row.type)}
     if event.type == "forked":
         copies = {m.id: Owner(after.id, m.type, copied=True) for m in after.transcript}
         return {**owners, **copies}
+    if event.type == "revert_committed" and policy.ended_ids == "freed_by_revert":
+        kept = {m.id for m in after.transcript} | {r.input for r in after.pending}
+        cut = [m.id for m in before.transcript if m.receipt is not None]
+        cut += [r.input for r in before.pending if r.type != "compaction"]
+        freed = {x: Owner(before.id, owners[x].type, freed=True) for x in cut if x not in kept}
+        return {**owners, **freed} if freed else owners
     return owners
 
 
@@ -208,7 +236,7 @@ def _revert_cleared(log: SessionLog, event: Event, policy: Policy) -> Projection
 def _revert_committed(log: SessionLog, event: Event, policy: Policy) -> Projection:
     boundary = log.message(parse_json(event.data)["to"])
     assert boundary is not None, "revert committed to a message that is not visible"
-    cut = boundary.seq
+    cut = policy.revert_cut(boundary.seq)
     transcript = tuple(m for m in log.transcript if m.seq < cut)
     pending = tuple(r for r in log.pending if r.type == "compaction" or r.admitted_seq < cut)
     return pending, transcript, None, log.fork_seq

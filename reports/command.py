@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HarnessError
-from .store import SCHEMA_VERSION, open_store
+from .store import SCHEMA_VERSION, Store, open_store
 
 
 def _progress(label: str) -> Any:
@@ -28,29 +28,79 @@ def run_check(db: str, checkers_module: str | None = None) -> dict[str, Any]:
     return check_document(judged, skipped, db)
 
 
-def run_report(db: str, out: str) -> tuple[dict[str, Any], list[str]]:
-    """Write report.html, summary.md, summary.json, junit.xml and the PNGs into ``out``."""
+def run_report(
+    db: str,
+    out: str,
+    shrink_seconds: float | None = None,
+    shrink_problems: int | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """Write report.html, summary.md, summary.json, junit.xml and the PNGs into
+    ``out``, and for each problem its shrunk counterexample (``problems/ID.toml``,
+    a viewer page ``problems/ID.html``) and a viewer page of its first failing
+    run (``runs/run-N.html``). Counterexamples come from the store's cache, or
+    are shrunk now (the first ``shrink_problems``, ``shrink_seconds`` each) and
+    cached there, each as soon as it is made; a store that cannot take them
+    (locked, read-only) is said on stderr and the report is written all the same."""
+    from .. import __version__
+    from . import counterexamples as cx
     from .html import html_page
     from .junit import junit_xml
     from .plots import load_plot_data, pick_run, render_all
+    from .policies import load_fields, stored_policy
+    from .shrink_cache import load_shrunk, write_shrunk
     from .summary import load_facts, markdown, summarize
+    from .traces import stored_trace
 
     with open_store(db) as store:
         facts = load_facts(store.con, db, SCHEMA_VERSION)
-        data = load_plot_data(store.con, pick_run(store.con))
-    doc = summarize(facts)
+        picked = pick_run(store.con)
+        data = load_plot_data(store.con, picked)
+        doc = summarize(facts)
+        cached = load_shrunk(store.con, __version__)
+        fields = load_fields(store.con)
+        wanted = {p["first"]["run_id"] for p in doc["problems"]} | (
+            {picked} if picked is not None else set()
+        )
+        stored = {run_id: stored_trace(store.con, run_id) for run_id in sorted(wanted)}
+    refused: list[str] = []
+
+    def keep(key: Any, outcome: str, example: dict[str, Any]) -> None:
+        """Cache one result at once (one short write): an interrupted report
+        keeps every shrink it finished. A store that refuses is said once."""
+        if refused:
+            return
+        try:
+            with Store(db, must_exist=True) as writer:
+                write_shrunk(writer, __version__, [(key, outcome, example)])
+        except HarnessError as exc:
+            refused.append(str(exc))
+            print(f"report: the shrunk examples are not cached: {exc}", file=sys.stderr)
+
+    found = cx.examples_for(
+        doc["problems"],
+        cached,
+        lambda key: stored_policy(key.policy, key.policy_hash, fields),
+        cx.DEFAULT_SECONDS if shrink_seconds is None else shrink_seconds,
+        cx.DEFAULT_PROBLEMS if shrink_problems is None else shrink_problems,
+        lambda line: print(line, file=sys.stderr),
+        keep,
+    )
+    from .pages import report_pages
+
+    pages = report_pages(doc, stored, picked, found)
     figures = render_all(data)
     files = {
-        "report.html": html_page(doc, figures),
+        "report.html": html_page(doc, figures, pages.timeline, pages.tables),
         "summary.md": markdown(doc),
         "summary.json": json.dumps(doc, indent=2, sort_keys=True) + "\n",
         "junit.xml": junit_xml(doc),
+        **pages.files,
     }
     folder = Path(out)
     written = []
     try:
-        folder.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(text, encoding="utf-8")
             written.append(str(folder / name))
         for name, png in figures.items():

@@ -3,12 +3,22 @@
 ``conformance`` table (:func:`load_conformance`, the only query) and
 summarized (:func:`summarize_conformance`, pure) for the JSON, Markdown and
 HTML outputs.
+
+Failing scenarios and seeds are grouped into problems by their failure key
+(:mod:`.problems`): the operation and the compared part that differed
+(``diverged:prompt:pending``), the invariant violated, or a protocol error.
+Each problem shows its minimal repro side by side (:func:`sides`): at the
+first differing step, what the model answered and what the target answered,
+and the views of both after it.
 """
 
 from __future__ import annotations
 
+import json
 from html import escape
 from typing import Any
+
+from .problems import group
 
 Row = tuple[Any, ...]
 COLUMNS = (
@@ -22,6 +32,7 @@ COLUMNS = (
     "repro",
     "seconds",
     "steps",
+    "failure",
 )
 FAILING = ("violated", "diverged", "protocol error")
 ORDER = ("held", "violated", "diverged", "protocol error", "not testable", "not exercised")
@@ -41,10 +52,11 @@ def load_conformance(con: Any) -> list[Row]:
         ).fetchall()
     }
     steps = "steps" if "steps" in columns else "0 AS steps"
+    failure = "failure" if "failure" in columns else "NULL AS failure"
     return list(
         con.execute(
             f"SELECT conformance_id, target, policy, kind, item, verdict, detail, repro, seconds, "
-            f"{steps} FROM conformance WHERE conformance_id IN "
+            f"{steps}, {failure} FROM conformance WHERE conformance_id IN "
             "(SELECT max(conformance_id) FROM conformance GROUP BY target) "
             "ORDER BY conformance_id, rowid"
         ).fetchall()
@@ -93,9 +105,65 @@ def summarize_conformance(rows: list[Row]) -> list[dict[str, Any]]:
                 if seed_seconds > 0
                 else None,
                 "failed": any(i["verdict"] in FAILING for i in items),
+                "problems": conformance_problems(items),
             }
         )
     return out
+
+
+def failure_key(item: dict[str, Any]) -> str:
+    """An item's failure key: as stored, or for a row stored before keys
+    were (no ``failure``), its verdict."""
+    failure = item.get("failure")
+    if isinstance(failure, dict) and failure.get("key"):
+        return str(failure["key"])
+    return str(item["verdict"])
+
+
+def conformance_problems(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The batch's failing scenarios and seeds grouped by failure key; each
+    problem with its members, first member, and the divergence to show: the
+    minimal repro's when one was shrunk, else the first member's."""
+    failing = [i for i in items if i["verdict"] in FAILING and i["kind"] in ("scenario", "seed")]
+    for i in failing:
+        if isinstance(i.get("failure"), str):
+            i["failure"] = json.loads(i["failure"])
+    out = []
+    for key, members in group((failure_key(i), i) for i in failing):
+        kind, _, rest = key.partition(":")
+        operation, _, part = rest.partition(":")
+        failures = [m.get("failure") or {} for m in members]
+        repro = next((f["repro"] for f in failures if f.get("repro")), None)
+        shown = (repro or {}).get("divergence") or failures[0].get("divergence")
+        first = members[0]
+        out.append(
+            {
+                "key": key,
+                "kind": kind,
+                "operation": operation if kind == "diverged" else None,
+                "part": part if kind == "diverged" else None,
+                "invariant": rest if kind == "violated" else None,
+                "title": _title(kind, operation, part, rest),
+                "count": len(members),
+                "items": [f"{m['kind']} {m['item']}" for m in members],
+                "first": f"{first['kind']} {first['item']}",
+                "summary": (first["detail"] or "").split("\n")[0],
+                "repro_command": first["repro"],
+                "repro": None
+                if repro is None
+                else {k: v for k, v in repro.items() if k != "divergence"},
+                "divergence": shown,
+            }
+        )
+    return out
+
+
+def _title(kind: str, operation: str, part: str, rest: str) -> str:
+    if kind == "diverged":
+        return f"{operation}: {part or 'something'} differs from the model"
+    if kind == "violated":
+        return f"invariant {rest} violated" if rest else "an invariant violated"
+    return kind
 
 
 def markdown_lines(batches: list[dict[str, Any]]) -> list[str]:
@@ -117,14 +185,40 @@ def markdown_lines(batches: list[dict[str, Any]]) -> list[str]:
         if b["not_testable"]:
             out += ["", "Not testable, and why:", ""]
             out += [f"- {k}: {why}" for k, why in b["not_testable"].items()]
-        for f in b["failures"]:
-            if f["kind"] == "invariant":
-                continue
-            out += ["", f"#### {f['kind']} {f['item']}: {f['verdict']}", "", "```"]
-            out += (f["detail"] or "").splitlines()[:40]
-            out += ["```"]
-            if f["repro"]:
-                out.append(f"repro: `{f['repro']}`")
+        out += _problem_markdown(b["problems"])
+    return out
+
+
+def _problem_markdown(problems: list[dict[str, Any]]) -> list[str]:
+    """Each problem: its members, its minimal repro, and the first differing step
+    side by side (``!`` marks what differs: the compared part; the raw values
+    differ also where each side names its own IDs and times)."""
+    out = ["", f"#### Problems ({len(problems)})"] if problems else []
+    for n, p in enumerate(problems, start=1):
+        out += [
+            "",
+            f"##### {n}. {p['title']}: {p['count']} ({', '.join(p['items'][:20])}"
+            + (" ..." if p["count"] > 20 else "")
+            + ")",
+            "",
+            f"- first: {p['first']}: {p['summary']}",
+            f"- rerun: `{p['repro_command']}`",
+        ]
+        if p["repro"]:
+            r = p["repro"]
+            out.append(
+                f"- minimal repro: `{r['path']}` ({r['steps']} steps, from {r['original_steps']})"
+            )
+        if p["divergence"]:
+            out += ["", "```"]
+            for what, model, target in sides(p["divergence"]):
+                mark = "!" if model != target else " "
+                out.append(f"{what}:")
+                for name, text in (("model ", model), ("target", target)):
+                    lines = text.splitlines() or [""]
+                    out.append(f"{mark} {name}  {lines[0]}")
+                    out += [f"          {line}" for line in lines[1:]]
+            out.append("```")
     return out
 
 
@@ -146,11 +240,124 @@ def html_parts(batches: list[dict[str, Any]]) -> list[str]:
                     f"{escape(', '.join(names))}</li>"
                 )
         parts.append("</ul>")
-        for f in b["failures"]:
-            if f["kind"] == "invariant":
-                continue
+        if b["problems"]:
             parts.append(
-                f"<h3>{escape(f['kind'])} {escape(f['item'])}: {escape(f['verdict'])}</h3>"
-                f"<pre>{escape(f['detail'] or '')}</pre><p><code>{escape(f['repro'] or '')}</code></p>"
+                f"<h3>Problems ({len(b['problems'])})</h3><p>Failing scenarios and seeds grouped "
+                "by the operation and the part that differed (or the invariant violated); each "
+                "with its minimal repro at its first differing step, the model's answer beside "
+                "the target's.</p>"
             )
+        for n, p in enumerate(b["problems"], start=1):
+            parts += _problem_html(n, p, b["target"])
     return parts
+
+
+def _problem_html(n: int, p: dict[str, Any], target: str) -> list[str]:
+    out = [
+        f'<section class="problem conformance-problem" id="conformance-{escape(p["key"])}">',
+        f"<h4>{n}. {escape(p['title'])}: {p['count']} "
+        f"({escape(', '.join(p['items'][:30]))}{' …' if p['count'] > 30 else ''})</h4>",
+        f"<p>First: {escape(p['first'])}: {escape(p['summary'])}<br>"
+        f"<code>{escape(p['repro_command'] or '')}</code></p>",
+    ]
+    r = p["repro"]
+    if r:
+        out.append(
+            f"<p>Minimal repro <code>{escape(r['path'] or '')}</code>: {r['steps']} steps (from "
+            f"{r['original_steps']}); fails in lockstep: {'yes' if r['verified'] else 'NO'}, "
+            f"alone: {'yes' if r['standalone'] else 'no'}; passes on the model: "
+            f"{'yes' if r['model_passes'] else 'NO'}.</p>"
+            "<details><summary>the repro scenario</summary>"
+            f"<pre>{escape(r['text'])}</pre></details>"
+        )
+    div = p["divergence"]
+    if div:
+        which = "the minimal repro's" if r and r.get("path") else "the first member's"
+        out.append(
+            f'<table class="sides"><caption>{escape(which)} first differing step</caption>'
+            f"<tr><th></th><th>{escape(div.get('model_name', 'model'))}</th>"
+            f"<th>{escape(target)}</th></tr>"
+        )
+        for k, (what, model, target) in enumerate(sides(div)):
+            cls = ' class="differs"' if k == 1 else ""
+            out.append(
+                f"<tr{cls}><th>{escape(what)}</th><td><pre>{escape(model)}</pre></td>"
+                f"<td><pre>{escape(target)}</pre></td></tr>"
+            )
+        out.append("</table>")
+        if div.get("history"):
+            out.append(
+                "<details><summary>the steps that led there</summary><pre>"
+                + escape("\n".join(div["history"]))
+                + "</pre></details>"
+            )
+    out.append("</section>")
+    return out
+
+
+def _views_lines(views: dict[str, Any]) -> dict[str, str]:
+    """A side's views (pending, transcript, open calls) as text, one line per session."""
+    from ..sim.show import call_text, message_text, pending_text
+    from .traces import observed_from_wire
+
+    shown = observed_from_wire(
+        {
+            "pending": views.get("pending", {}),
+            "transcript": views.get("transcript", {}),
+            "calls": views.get("calls", []),
+        },
+        {},
+    )
+    return {
+        "pending": "\n".join(
+            f"{s}: {', '.join(pending_text(r) for r in rows) or '(none)'}"
+            for s, rows in shown.pending
+        )
+        or "(no session)",
+        "transcript": "\n".join(
+            f"{s}: {', '.join(message_text(m) for m in msgs) or '(empty)'}"
+            for s, msgs in shown.transcript
+        )
+        or "(no session)",
+        "open calls": ", ".join(call_text(c) for c in shown.calls or ()) or "(none)",
+    }
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def sides(div: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """A divergence side by side: (what, the model's, the target's) rows at
+    the first differing step: the request (the same on both), the compared
+    part as normalized, each side's reply, and each side's views after it
+    (when the divergence recorded them)."""
+    request = dict(div.get("request") or {})
+    op = request.pop("op", None)
+    line = (
+        "kill"
+        if op is None
+        else " ".join([str(op)] + [f"{k}={_json(v)}" for k, v in request.items()])
+    )
+    rows = [
+        (f"request (step {div.get('step')})", line, line),
+        (
+            f"{div.get('where', '')}: compared, normalized",
+            _json(div.get("model")),
+            _json(div.get("target")),
+        ),
+        (
+            "reply",
+            _json((div.get("model_raw") or {}).get("reply")),
+            _json((div.get("target_raw") or {}).get("reply")),
+        ),
+    ]
+    if div.get("model_views") or div.get("target_views"):
+        m, t = (
+            _views_lines(div.get("model_views") or {}),
+            _views_lines(div.get("target_views") or {}),
+        )
+        rows += [
+            (f"{part} after", m[part], t[part]) for part in ("pending", "transcript", "open calls")
+        ]
+    return rows

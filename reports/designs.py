@@ -233,40 +233,10 @@ def normalized_hash(texts: Sequence[Any], policy_name: str) -> str:
 
 def timeline_png(steps: Sequence[Step], policy: str, violations: Sequence[Any]) -> bytes:
     """The swimlane of :mod:`.plots` drawn from a trace (not the store)."""
-    from .plots import RunDetail, swimlane_png
+    from .plots import run_detail, swimlane_png
 
-    events, depth_rows, crashes, restarts = [], [], [], []
-    delivery: dict[tuple[str, str | None], str | None] = {}
-    for s in steps:
-        for e in s.observed.events:
-            d = None
-            if e.type == "admitted":
-                d = json.loads(e.data).get("delivery")
-                delivery[(e.session, e.input)] = d
-            elif e.type == "promoted":
-                d = delivery.get((e.session, e.input))
-            events.append((s.index, e.session, e.type, e.input, d))
-        for session, rows in s.observed.pending:
-            depth_rows.append((s.index, session, len(rows)))
-        if s.kind == "crash" or (s.reply is not None and type(s.reply).__name__ == "Crashed"):
-            crashes.append(s.index)
-        if s.decision == "restart":
-            restarts.append(s.index)
-    sessions = sorted({e[1] for e in events} | {d[1] for d in depth_rows})
-    detail = RunDetail(
-        0,
-        None,
-        policy,
-        "violated" if violations else "held",
-        len(steps),
-        events,
-        crashes,
-        restarts,
-        [(v.invariant, list(v.steps)) for v in violations],
-        depth_rows,
-        sessions,
-    )
-    return swimlane_png(detail)
+    cited = [(v.invariant, list(v.steps)) for v in violations]
+    return swimlane_png(run_detail(steps, cited, policy))
 
 
 # --- one policy ----------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from html import escape
 from typing import Any
 
 from .conformance_view import html_parts
+from .problems import size_words
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1300px;color:#222}
@@ -17,6 +18,13 @@ h1{margin-bottom:.2em} .verdict{font-size:1.2em;padding:.4em .8em;border-radius:
 table{border-collapse:collapse;margin:1em 0;font-size:.9em} th,td{border:1px solid #ddd;padding:.3em .6em;text-align:left}
 th{background:#f4f4f4} td.num{text-align:right} tr.violated td{background:#fff0f0} tr.skip td{color:#888}
 code{background:#f4f4f4;padding:0 .2em} img{max-width:100%;border:1px solid #eee;margin:.5em 0}
+section.problem{border:1px solid #e3b4b4;border-left:5px solid #b3261e;border-radius:6px;
+ padding:.3em 1em .6em;margin:1em 0} section.problem h3{margin:.4em 0}
+table.sides{table-layout:fixed;width:100%} table.sides pre{margin:0;white-space:pre-wrap;
+ overflow-wrap:anywhere;background:none;padding:0} table.sides tr.differs td{background:#fff0f0}
+table.sides th:first-child{width:12em}
+h2.inline{display:inline} details.more{display:inline}
+details.more summary{display:inline;cursor:pointer}
 """
 
 _FIGURES = (
@@ -91,14 +99,79 @@ def _opt(value: Any) -> str:
     return "-" if value is None else escape(str(value))
 
 
-def html_page(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
+def _seeds(seeds: list[int], shown: int = 30) -> str:
+    head = ", ".join(str(s) for s in seeds[:shown])
+    if len(seeds) <= shown:
+        return escape(head)
+    return (
+        f"{escape(head)}, <details class=more><summary>and {len(seeds) - shown} more</summary>"
+        f"{escape(', '.join(str(s) for s in seeds[shown:]))}</details>"
+    )
+
+
+def _problem(n: int, p: dict[str, Any], table: str) -> list[str]:
+    first, example = p["first"], p.get("example") or {}
+    what = f"seed {first['seed']}" if first["seed"] is not None else _run_label(first)
+    page = f' <a href="{escape(first["page"])}">viewer page</a>' if first.get("page") else ""
+    out = [
+        f'<section class="problem" id="problem-{escape(p["id"])}">',
+        f"<h3>{n}. <code>{escape(p['invariant'])}</code> ({escape(p['policy'])}): "
+        f"{p['runs']} run{'s' if p['runs'] != 1 else ''}</h3>",
+        f'<p class="statement">{escape(p["statement"])}</p>' if p["statement"] else "",
+        f"<p>First: {escape(what)}: {escape(first['message'])}{page}"
+        + (f"<br><code>{escape(first['replay'])}</code>" if first["replay"] else "")
+        + "</p>",
+    ]
+    if p["seeds"]:
+        out.append(f"<p>Seeds ({len(p['seeds'])}): {_seeds(p['seeds'])}</p>")
+    if p["scenarios"]:
+        out.append(f"<p>Scenarios: {escape(', '.join(p['scenarios']))}</p>")
+    if p["also_violated"]:
+        also = ", ".join(f"{k} ({v})" for k, v in p["also_violated"].items())
+        out.append(f"<p>Runs of this problem that also violated: {escape(also)}.</p>")
+    if example.get("outcome") == "shrunk":
+        out.append(
+            f'<h4>Shrunk counterexample: {size_words(example["final"])} (seed {example["seed"]}: '
+            f"{size_words(example['original'])})</h4>"
+            f'<p><a class="viewer" href="{escape(example["page"])}">viewer page</a> · '
+            f'<a href="{escape(example["file"])}">scenario file</a> · '
+            f"<code>inboxsim run {escape(example['file'])}</code> fails while the bug is there"
+            + ("; cut short by its budget" if example["cut_short"] else "")
+            + ("; judged on this invariant alone" if example["judged_alone"] else "")
+            + "</p>"
+        )
+        out.append(table)
+        out.append(
+            f"<details><summary>scenario file</summary><pre>{escape(example['scenario'])}"
+            "</pre></details>"
+        )
+    else:
+        why = {
+            "not shrunk": "not shrunk (a scenario run, another target, or past the report's "
+            "--shrink limit)",
+        }.get(example.get("outcome", "not shrunk"), example.get("outcome", ""))
+        detail = example.get("message", "")
+        out.append(f"<p><i>No shrunk counterexample: {escape(why)}</i> {escape(detail)}</p>")
+    out.append("</section>")
+    return [x for x in out if x]
+
+
+def html_page(
+    doc: dict[str, Any],
+    figures: dict[str, bytes],
+    timeline: str = "",
+    tables: dict[str, str] | None = None,
+) -> str:
+    """``timeline``: the timeline as inline SVG with hover titles (else the
+    PNG); ``tables``: each problem's step table by problem id."""
     from .summary import headline, repeats_note
+    from .viewer import STYLE as VIEWER_STYLE
 
     bad = bool(doc["exit_code"])
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>inboxsim report</title>',
-        f"<style>{_STYLE}</style></head><body>",
+        f"<style>{_STYLE}{VIEWER_STYLE}</style></head><body>",
         "<h1>inboxsim report</h1>",
         f'<p class="verdict {"bad" if bad else "good"}">' + escape(headline(doc)) + "</p>",
         f"<p>{doc['runs']} runs{escape(repeats_note(doc))} "
@@ -108,17 +181,33 @@ def html_page(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
         f"{doc['verdicts']['violated']} violated; {doc['throughput']['steps']} steps "
         f"({doc['throughput']['steps_per_second'] or '-'} steps/s of run time).</p>",
     ]
+    problems = doc.get("problems", [])
+    if problems:
+        parts.append(
+            f'<h2 id="problems">Problems ({len(problems)})</h2><p>The {len(doc["failing"])} '
+            "failing runs grouped by the invariant they violated (a run that violated two counts "
+            "in both), most runs first; each with its first seed and its smallest example, shrunk "
+            "from that seed.</p>"
+        )
+        for n, p in enumerate(problems, start=1):
+            parts += _problem(n, p, (tables or {}).get(p["id"], ""))
     title = dict(_FIGURES)
     parts.append(f"<h2>{title['timeline.png']}</h2>")
     parts.append(
         "<p>The first failing run (else the median-length run): one lane per session; squares are "
         "admissions (blue steer, orange queue), circles promotions, triangles model calls opened and "
-        "answered; shaded spans run from a crash to its restart; dashed red lines are violating steps.</p>"
+        "answered; shaded spans run from a crash to its restart; dashed red lines are violating "
+        "steps."
+        + (" Hover a mark to see what it is; click it to open that step in the run's viewer page."
+           if timeline else "")
+        + "</p>"
     )
     for name, caption in _FIGURES:
         if name != "timeline.png":
             parts.append(f"<h2>{escape(caption)}</h2>")
-        if name in figures:
+        if name == "timeline.png" and timeline:
+            parts.append(f'<div class="timeline">{timeline}</div>')
+        elif name in figures:
             parts.append(_img(figures[name], caption))
     parts.append("<h2>Invariants</h2>")
     parts.append(
@@ -140,7 +229,10 @@ def html_page(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
         )
     parts.append("</table>")
     if doc["failing"]:
-        parts.append(f"<h2>Failing runs ({len(doc['failing'])})</h2><table>")
+        parts.append(
+            f"<details><summary><h2 class=inline>Failing runs ({len(doc['failing'])})</h2>"
+            "</summary><table>"
+        )
         parts.append(
             "<tr><th>seed or scenario</th><th>policy</th><th>invariants</th><th>message</th><th>replay</th></tr>"
         )
@@ -150,7 +242,7 @@ def html_page(doc: dict[str, Any], figures: dict[str, bytes]) -> str:
                 f"<td>{escape(', '.join(f['invariants']))}</td><td>{escape(f['message'])}</td>"
                 f"<td><code>{escape(f['replay'] or '')}</code></td></tr>"
             )
-        parts.append("</table>")
+        parts.append("</table></details>")
     parts += _scenarios(doc) + _mutants(doc)
     if doc["latency"]:
         parts.append(

@@ -71,7 +71,20 @@ def _v3_to_v4(con: Any) -> None:
     records and creates at the end of every migration."""
 
 
-MIGRATIONS: dict[int, Callable[[Any], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+def _v4_to_v5(con: Any) -> None:
+    """Add ``shrunk``, the report's cache of shrunk counterexamples (empty:
+    the next report fills it)."""
+    from .store import _DDL
+
+    con.execute(next(ddl for ddl in _DDL if "EXISTS shrunk (" in ddl))
+
+
+MIGRATIONS: dict[int, Callable[[Any], None]] = {
+    1: _v1_to_v2,
+    2: _v2_to_v3,
+    3: _v3_to_v4,
+    4: _v4_to_v5,
+}
 """``MIGRATIONS[n]`` turns a version-``n`` store into version ``n + 1``."""
 
 

@@ -8,6 +8,8 @@ fixed sizes and dpi, no wall-clock metadata (python-ecosystem.md, section 5).
 from __future__ import annotations
 
 import io
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,55 +55,61 @@ def pick_run(con: Any) -> int | None:
     return None if row is None else int(row[0])
 
 
+def run_detail(
+    steps: Sequence[Any],
+    violations: Sequence[tuple[str, Sequence[int]]],
+    policy: str,
+    seed: int | None = None,
+    run_id: int = 0,
+) -> RunDetail:
+    """A run's :class:`RunDetail` from its trace's steps (pure): the events
+    each step appended (admissions and promotions with their delivery), the
+    crashes (a kill, or a request that died at a failpoint), the restarts,
+    the violating steps, and each session's pending depth where it changed."""
+    from ..model import Crashed
+
+    events, depth, crashes, restarts = [], [], [], []
+    delivery: dict[tuple[str, str | None], str | None] = {}
+    for s in steps:
+        for e in s.observed.events:
+            d = None
+            if e.type == "admitted":
+                d = json.loads(e.data).get("delivery")
+                delivery[(e.session, e.input)] = d
+            elif e.type == "promoted":
+                d = delivery.get((e.session, e.input))
+            events.append((s.index, e.session, e.type, e.input, d))
+        for session, rows in s.observed.pending:
+            depth.append((s.index, session, len(rows)))
+        if s.kind == "crash" or isinstance(s.reply, Crashed):
+            crashes.append(s.index)
+        if s.decision == "restart":
+            restarts.append(s.index)
+    return RunDetail(
+        run_id,
+        seed,
+        policy,
+        "violated" if violations else "held",
+        len(steps),
+        events,
+        crashes,
+        restarts,
+        [(invariant, list(cited)) for invariant, cited in violations],
+        depth,
+        sorted({e[1] for e in events} | {d[1] for d in depth}),
+    )
+
+
 def load_plot_data(con: Any, run_id: int | None) -> PlotData:
     detail = None
     if run_id is not None:
-        r = con.execute(
-            "SELECT run_id, seed, policy, verdict, ops FROM runs WHERE run_id = ?", [run_id]
-        ).fetchone()
-        events = con.execute(
-            "SELECT step, session, type, input, delivery FROM events WHERE run_id = ? ORDER BY step, seq",
-            [run_id],
-        ).fetchall()
-        crashes = [
-            x[0]
-            for x in con.execute(
-                "SELECT idx FROM steps WHERE run_id = ? AND (kind = 'crash' OR reply LIKE '{\"unknown\"%') "
-                "ORDER BY idx",
-                [run_id],
-            ).fetchall()
-        ]
-        restarts = [
-            x[0]
-            for x in con.execute(
-                "SELECT idx FROM steps WHERE run_id = ? AND decision = 'restart' ORDER BY idx",
-                [run_id],
-            ).fetchall()
-        ]
-        violating = [
-            (v[0], list(v[1]))
-            for v in con.execute(
-                "SELECT invariant, steps FROM violations WHERE run_id = ? ORDER BY rowid", [run_id]
-            ).fetchall()
-        ]
-        depth = con.execute(
-            "SELECT step, session, depth FROM inbox_depth WHERE run_id = ? ORDER BY step, session",
-            [run_id],
-        ).fetchall()
-        sessions = sorted({e[1] for e in events} | {d[1] for d in depth})
-        detail = RunDetail(
-            r[0],
-            None if r[1] is None else int(r[1]),
-            r[2],
-            r[3],
-            r[4],
-            events,
-            crashes,
-            restarts,
-            violating,
-            depth,
-            sessions,
-        )
+        from .traces import stored_trace
+
+        found = stored_trace(con, run_id)
+        if found is not None:
+            run, trace = found
+            cited = [(v[0], v[1]) for v in run.violations]
+            detail = run_detail(trace.steps, cited, run.policy, run.seed, run.run_id)
     return PlotData(
         detail,
         con.execute(
@@ -157,37 +165,58 @@ _MARKS = {
 }
 
 
-def swimlane_png(run: RunDetail | None) -> bytes:
-    """One lane per session; x is the step. Crash-to-restart spans shaded,
-    violating steps marked with red lines."""
-    if run is None:
-        fig, ax = _figure(12, 2)
-        _empty(ax, "no runs in the store")
-        return _png(fig)
+Mark = tuple[str, list[tuple[int, str]]]  # an artist's gid, and per point: (step, hover text)
+
+
+def _mark_title(step: int, session: str, label: str, kind: str, input_id: str | None) -> str:
+    who = f" {input_id}" if input_id else ""
+    return f"step {step}, session {session}: {label}{who} (event {kind})"
+
+
+def _draw_swimlane(run: RunDetail) -> tuple[Any, list[Mark]]:
+    """The swimlane figure, and what each of its marks is (for the SVG's
+    hover titles): one artist per legend label, its points in order."""
     lanes = {s: i for i, s in enumerate(run.sessions)}
     fig, ax = _figure(12, max(3.0, 1.2 + 0.6 * len(lanes)))
-    for crash in run.crashes:
+    marks: list[Mark] = []
+    for n, crash in enumerate(run.crashes):
         end = next((r for r in run.restarts if r >= crash), crash)
-        ax.axvspan(
+        span = ax.axvspan(
             crash - 0.5, end + 0.5, color="#ffcccc", alpha=0.6, lw=0, label="crash until restart"
         )
-    for invariant, steps in run.violating:
-        for s in steps:
-            ax.axvline(s, color="#d62728", lw=1.5, ls="--", label=f"violation: {invariant}")
-    for step, session, kind, _input, delivery in run.events:
+        span.set_gid(f"crash-{n}")
+        until = f" until the restart at step {end}" if end != crash else ""
+        marks.append((f"crash-{n}", [(crash, f"step {crash}: crash{until}")]))
+    for n, (invariant, steps) in enumerate(run.violating):
+        for k, s in enumerate(steps):
+            line = ax.axvline(s, color="#d62728", lw=1.5, ls="--", label=f"violation: {invariant}")
+            line.set_gid(f"violation-{n}-{k}")
+            marks.append((f"violation-{n}-{k}", [(s, f"step {s}: violation of {invariant}")]))
+    points: dict[str, tuple[str, int, str, list[tuple[int, float, str]]]] = {}
+    for step, session, kind, input_id, delivery in run.events:
         y = lanes.get(session)
         if y is None:
             continue
         if kind in ("admitted", "compaction_admitted"):
             d = delivery if kind == "admitted" else None
             label = f"admitted ({d})" if d else "compaction admitted"
-            ax.scatter(
-                [step], [y + 0.2], marker="s", s=18, color=PALETTE.get(d, "#7f7f7f"), label=label
-            )
+            style = ("s", 18, PALETTE.get(d, "#7f7f7f"))
+            offset = 0.2
         elif kind in _MARKS:
             label, marker, colour = _MARKS[kind]
+            style = (marker, 22, colour)
             offset = 0.0 if kind == "promoted" else -0.2
-            ax.scatter([step], [y + offset], marker=marker, s=22, color=colour, label=label)
+        else:
+            continue
+        title = _mark_title(step, session, label, kind, input_id)
+        points.setdefault(label, (*style, []))[3].append((step, y + offset, title))
+    for n, (label, (marker, size, colour, where)) in enumerate(points.items()):
+        dots = ax.scatter(
+            [p[0] for p in where], [p[1] for p in where], marker=marker, s=size, color=colour,
+            label=label,
+        )
+        dots.set_gid(f"marks-{n}")
+        marks.append((f"marks-{n}", [(int(p[0]), p[2]) for p in where]))
     ax.set_yticks(range(len(lanes)), list(lanes))
     ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.set_xlim(-1, max(run.steps, 1))
@@ -200,7 +229,65 @@ def swimlane_png(run: RunDetail | None) -> bytes:
         unique.values(), unique.keys(), loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8
     )
     fig.tight_layout()
-    return _png(fig)
+    return fig, marks
+
+
+def swimlane_png(run: RunDetail | None) -> bytes:
+    """One lane per session; x is the step. Crash-to-restart spans shaded,
+    violating steps marked with red lines."""
+    if run is None:
+        fig, ax = _figure(12, 2)
+        _empty(ax, "no runs in the store")
+        return _png(fig)
+    return _png(_draw_swimlane(run)[0])
+
+
+_SVG = "http://www.w3.org/2000/svg"
+
+
+def swimlane_svg(run: RunDetail, link: Callable[[int], str] | None = None) -> str:
+    """The swimlane as an inline ``<svg>`` element: every mark, crash span
+    and violation line carries a ``<title>`` (shown on hover) saying what it
+    is, and with ``link`` is a link to ``link(step)``. Byte-stable for the
+    same run: matplotlib's SVG ids come from a fixed salt, no date."""
+    import xml.etree.ElementTree as ET
+
+    import matplotlib
+
+    fig, marks = _draw_swimlane(run)
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": "inboxsim", "svg.fonttype": "none"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    ET.register_namespace("", _SVG)
+    ET.register_namespace("xlink", "http://www.w3.org/1999/xlink")
+    root = ET.fromstring(buf.getvalue())
+    for meta in root.findall(f"{{{_SVG}}}metadata"):
+        root.remove(meta)  # the RDF block: nothing a reader sees
+    groups = {g.get("id"): g for g in root.iter(f"{{{_SVG}}}g") if g.get("id")}
+    parent_of = {child: parent for parent in root.iter() for child in parent}
+    for gid, points in marks:
+        g = groups.get(gid)
+        if g is None:
+            continue
+        del g.attrib["id"]  # ours, not unique once several figures share a page
+        shapes = [e for e in g.iter() if e.tag in (f"{{{_SVG}}}use", f"{{{_SVG}}}path")]
+        shapes = [e for e in shapes if parent_of[e].tag != f"{{{_SVG}}}defs"]
+        if len(shapes) != len(points):  # not one shape per point: one title for them all
+            ET.SubElement(g, f"{{{_SVG}}}title").text = points[0][1]
+            continue
+        for shape, (step, title) in zip(shapes, points, strict=True):
+            # <a href><title/><shape/></a>: a hover title and a link per mark
+            parent = parent_of[shape]
+            at = list(parent).index(shape)
+            parent.remove(shape)
+            tag = "a" if link is not None else "g"
+            wrapper = ET.Element(f"{{{_SVG}}}{tag}", {"class": "mark"})
+            if link is not None:
+                wrapper.set("href", link(step))
+            ET.SubElement(wrapper, f"{{{_SVG}}}title").text = title
+            wrapper.append(shape)
+            parent.insert(at, wrapper)
+    return ET.tostring(root, encoding="unicode")
 
 
 def depth_png(run: RunDetail | None) -> bytes:

@@ -57,13 +57,16 @@ Tables:
 - ``mutants`` (v3): planted-bug results by campaign: what killed each mutant
   (``killed_by_kind``, ``killed_by``), the seed, the time to detect, the runs
   it took, the shrunk length; written by :meth:`Store.write_mutants`.
+- ``shrunk`` (v5): the report's cache of shrunk counterexamples, one per
+  failing seeded run shrunk and invariant, by the inboxsim that shrank it
+  (:mod:`.shrink_cache`), so a second report does not shrink again.
 
 Views for the common questions are in :mod:`.views` (documented in
 ``docs/queries.md``). Version 2 added ``events``, ``runs.scenario`` and the
 views; version 3 ``policies``, ``runs.policy_hash``, ``scenario_runs`` and
 ``mutants``; version 4 ``meta.row_counts`` and the ``distinct_runs`` view,
 which the counting views and the report count runs by (a run stored twice,
-say by a sweep re-run after a kill, is one run).
+say by a sweep re-run after a kill, is one run); version 5 ``shrunk``.
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ from typing import Any, NamedTuple
 
 from ..errors import HarnessError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _EMPTY = -1  # schema_version() of a file with no tables at all: a new store
 
 _DDL = (
@@ -158,6 +161,18 @@ _DDL = (
         shrunk_ops INTEGER,
         recorded_at TIMESTAMP NOT NULL DEFAULT current_timestamp
     )""",
+    """CREATE TABLE IF NOT EXISTS shrunk (
+        seed UBIGINT NOT NULL,
+        policy VARCHAR NOT NULL,
+        policy_hash VARCHAR,
+        options VARCHAR NOT NULL,
+        run_version VARCHAR NOT NULL,
+        invariant VARCHAR NOT NULL,
+        version VARCHAR NOT NULL,
+        outcome VARCHAR NOT NULL,
+        example JSON NOT NULL,
+        recorded_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+    )""",
     """CREATE TABLE IF NOT EXISTS failing_seeds (
         policy VARCHAR NOT NULL,
         options VARCHAR NOT NULL,
@@ -166,7 +181,7 @@ _DDL = (
     )""",
 )
 TABLES = ("runs", "steps", "events", "violations", "probes", "policies", "scenario_runs")
-COUNTED = (*TABLES, "failing_seeds", "mutants", "conformance")
+COUNTED = (*TABLES, "failing_seeds", "mutants", "shrunk", "conformance")
 """The tables whose row counts every write records and every open compares
 (``conformance`` is created by the first ``conformance --db``)."""
 
@@ -462,16 +477,22 @@ class Store:
     def _check_size(self) -> None:
         """Refuse a file shorter than the blocks its header counts: a
         truncated copy, which opens and would fail on a later read (or take
-        a writer's batch and then be unreadable to everyone)."""
+        a writer's batch and then be unreadable to everyone).
+
+        DuckDB itself shortens the file when a checkpoint frees its last
+        blocks, and the header's count still includes them (as free blocks):
+        a file that ends on a block boundary and holds at least as many
+        blocks as are in use is whole."""
         if self.path == ":memory:":
             return
         row = self.con.execute("PRAGMA database_size").fetchone()
         if row is None:
             return
-        block_size, blocks = int(row[2]), int(row[3])
+        block_size, blocks, used = int(row[2]), int(row[3]), int(row[4])
         expected = _HEADER_BYTES + block_size * blocks
         size = os.path.getsize(self.path)
-        if size < expected:
+        whole = size >= _HEADER_BYTES and (size - _HEADER_BYTES) % block_size == 0
+        if size < expected and not (whole and size >= _HEADER_BYTES + block_size * used):
             raise HarnessError(
                 f"the database {self.path} is truncated ({size} bytes where its header "
                 f"counts {expected}): restore it or use another --db"

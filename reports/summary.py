@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .conformance_view import markdown_lines, summarize_conformance
+from .problems import run_problems, size_words
 
 Row = tuple[Any, ...]
 
@@ -31,9 +32,9 @@ class Facts:
 
     db: str
     schema_version: int
-    runs: list[
-        Row
-    ]  # run_id, seed, policy, target, version, options, verdict, liveness, ops, seconds, scenario
+    # run_id, seed, policy, target, version, options, verdict, liveness, ops, seconds, scenario,
+    # policy_hash
+    runs: list[Row]
     violations: list[Row]  # run_id, invariant, steps, message
     exercise: list[Row]  # invariant, policy, runs_exercised, runs_violated
     probes: list[Row]  # policy, probe, runs_hit, hits, runs
@@ -63,7 +64,7 @@ def load_facts(con: Any, db: str, schema_version: int) -> Facts:
         schema_version=schema_version,
         runs=q(
             "SELECT run_id, seed, policy, target, version, options, verdict, liveness, ops, seconds, "
-            "scenario FROM distinct_runs ORDER BY run_id"
+            "scenario, policy_hash FROM distinct_runs ORDER BY run_id"
         ),
         violations=q(
             "SELECT run_id, invariant, steps, message FROM violations "
@@ -109,6 +110,10 @@ def replay_command(seed: int | None, policy: str, options: dict[str, Any]) -> st
         return None
     cmd = f"inboxsim replay {seed} --policy {shlex.quote(policy)} --ops {options.get('ops', 100)}"
     return cmd + (" --only-expected" if options.get("only_expected") else "")
+
+
+def _replay(run: Row) -> str | None:
+    return replay_command(None if run[1] is None else int(run[1]), run[2], json.loads(run[5]))
 
 
 def summarize(f: Facts) -> dict[str, Any]:
@@ -185,6 +190,7 @@ def summarize(f: Facts) -> dict[str, Any]:
         "liveness": _count(r[7] for r in runs),
         "invariants": invariants,
         "failing": failing,
+        "problems": run_problems(runs, f.violations, f.registry, _replay),
         "scenarios": _scenarios(f.scenario_runs),
         "mutants": _mutants(f.mutants),
         "probes": [
@@ -332,6 +338,51 @@ def _dash(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
+def problem_lines(doc: dict[str, Any], max_seeds: int = 20) -> list[str]:
+    """The Markdown of the failing runs grouped into problems: each one's
+    count, first seed and replay, seeds, and shrunk counterexample."""
+    problems = doc.get("problems", [])
+    out = [
+        "",
+        f"### Problems ({len(problems)}) in {len(doc['failing'])} failing runs",
+        "",
+        "Grouped by the invariant violated (a run that violated two counts in both).",
+    ]
+    for n, p in enumerate(problems, start=1):
+        first, example = p["first"], p.get("example") or {}
+        what = f"seed {first['seed']}" if first["seed"] is not None else f"run {first['run_id']}"
+        if first["seed"] is None and first["scenario"]:
+            what = f"scenario {first['scenario']}"
+        out += [
+            "",
+            f"#### {n}. `{p['invariant']}` ({p['policy']}): {p['runs']} runs",
+            "",
+            f"- first: **{what}**: {_cell(first['message'])}",
+        ]
+        if first["replay"]:
+            out.append(f"  - `{first['replay']}`")
+        if p["seeds"]:
+            more = len(p["seeds"]) - max_seeds
+            listed = ", ".join(str(x) for x in p["seeds"][:max_seeds])
+            out.append(f"- seeds: {listed}" + (f" and {more} more" if more > 0 else ""))
+        if p["also_violated"]:
+            also = ", ".join(f"`{k}` ({v})" for k, v in p["also_violated"].items())
+            out.append(f"- also violated in the same runs: {also}")
+        if example.get("outcome") == "shrunk":
+            out += [
+                f"- shrunk counterexample: {size_words(example['final'])} (seed "
+                f"{example['seed']}: {size_words(example['original'])}); `{example['file']}`, "
+                f"viewer page `{example['page']}`",
+                "",
+                "```toml",
+                *example["scenario"].rstrip("\n").splitlines(),
+                "```",
+            ]
+        elif example.get("message"):
+            out.append(f"- not shrunk: {_cell(example['message'])}")
+    return out
+
+
 def markdown(doc: dict[str, Any], max_failing: int = 20) -> str:
     """A Markdown summary, fit for a CI job summary or a PR comment (pure)."""
     verdict = "❌ " + headline(doc) if doc["exit_code"] else "✅ " + headline(doc)
@@ -365,20 +416,7 @@ def markdown(doc: dict[str, Any], max_failing: int = 20) -> str:
             f"| `{inv['id']}` | {inv['policy']} | {mark} | {inv['runs_exercised']} | {inv['runs_violated']} | {bound} |"
         )
     if doc["failing"]:
-        out += ["", f"### Failing runs ({len(doc['failing'])})", ""]
-        for f in doc["failing"][:max_failing]:
-            what = (
-                f"seed {f['seed']}"
-                if f["seed"] is not None
-                else (f"scenario {f['scenario']}" if f["scenario"] else f"run {f['run_id']}")
-            )
-            out.append(
-                f"- **{what}** ({f['policy']}): `{', '.join(f['invariants'])}`: {f['message']}"
-            )
-            if f["replay"]:
-                out.append(f"  - `{f['replay']}`")
-        if len(doc["failing"]) > max_failing:
-            out.append(f"- ... and {len(doc['failing']) - max_failing} more (see summary.json)")
+        out += problem_lines(doc, max_failing)
     if doc["scenarios"]:
         failed = sum(1 for s in doc["scenarios"] if s["failed"])
         out += [

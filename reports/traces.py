@@ -166,6 +166,19 @@ def stored_runs(con: Any, where: str = "") -> list[StoredRun]:
     ]
 
 
+def stored_trace(con: Any, run_id: int) -> tuple[StoredRun, Trace] | None:
+    """One stored run and its rebuilt trace (None when there is no such run)."""
+    found = stored_runs(con, f"WHERE run_id = {int(run_id)}")
+    if not found:
+        return None
+    rows = con.execute(
+        "SELECT idx, phase, kind, decision, request, reply, observed FROM steps "
+        "WHERE run_id = ? ORDER BY idx",
+        [int(run_id)],
+    ).fetchall()
+    return found[0], build_trace(found[0], rows)
+
+
 def traces(con: Any, runs: Sequence[StoredRun]) -> Iterator[tuple[StoredRun, Trace]]:
     """Each run with its rebuilt trace; steps are read in one ordered scan
     (one query per run would dominate for large stores)."""

@@ -68,6 +68,9 @@ class Item:
     seconds: float = 0.0
     repro_file: str = ""  # a minimal repro scenario, shrunk through the same adapter
     steps: int = 0  # requests the run made (a seed's; for ops/s)
+    # a failure as data: its key (what the report groups by), the divergence
+    # (Divergence.to_dict) or violations, and the minimal repro's (``repro``)
+    failure: dict[str, Any] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -83,7 +86,23 @@ class Item:
             "repro_file": self.repro_file,
             "seconds": round(self.seconds, 3),
             "steps": self.steps,
+            "failure": self.failure,
         }
+
+
+def divergence_failure(div: Divergence) -> dict[str, Any]:
+    """An :attr:`Item.failure` for a divergence."""
+    from .shrink import failure_key
+
+    return {"key": failure_key(div), "divergence": div.to_dict()}
+
+
+def violation_failure(violations: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """An :attr:`Item.failure` for invariant violations ((invariant, message), first first)."""
+    return {
+        "key": f"violated:{violations[0][0]}" if violations else "violated",
+        "violations": [list(v) for v in violations],
+    }
 
 
 @dataclass
@@ -343,18 +362,25 @@ def scenario_item(
         )
     except Divergence as div:
         item = Item("scenario", scenario.name, "diverged", div.render(), repro)
+        item.failure = divergence_failure(div)
     except NotTestable as exc:
         item = Item("scenario", scenario.name, "not testable", str(exc), repro)
     except ProtocolError as exc:
         item = Item(
             "scenario", scenario.name, "protocol error", _protocol_detail(exc, lockstep), repro
         )
+        item.failure = {"key": "protocol error"}
     else:
         if result.failures:
-            violated = [f for f in result.failures if f.invariant is not None]
+            broken = [f for f in result.failures if f.invariant is not None]
             verdict = "violated"
-            detail = "\n".join(str(f) for f in (violated or list(result.failures)))
+            detail = "\n".join(str(f) for f in (broken or list(result.failures)))
             item = Item("scenario", scenario.name, verdict, detail, repro)
+            item.failure = (
+                violation_failure([(f.invariant, f.message) for f in broken])
+                if broken
+                else {"key": "expectation", "message": str(result.failures[0])}
+            )
         else:
             item = Item("scenario", scenario.name, "held", "", repro)
     finally:
@@ -398,11 +424,13 @@ def seed_item(
         result = run_seed(seed, policy, RunOptions(ops=ops, only_expected=True), target=lockstep)
     except Divergence as div:
         item = Item("seed", str(seed), "diverged", div.render(), repro)
+        item.failure = divergence_failure(div)
         steps = requests = div.step + 1
     except NotTestable as exc:
         item = Item("seed", str(seed), "not testable", str(exc), repro)
     except ProtocolError as exc:
         item = Item("seed", str(seed), "protocol error", _protocol_detail(exc, lockstep), repro)
+        item.failure = {"key": "protocol error"}
     else:
         steps = result.ops
         kills = sum(1 for s in result.trace.steps if s.kind == "crash")
@@ -413,6 +441,7 @@ def seed_item(
         if violations:
             detail = "\n".join(f"{inv}: {msg}" for inv, msg in violations)
             item = Item("seed", str(seed), "violated", detail, repro)
+            item.failure = violation_failure(violations)
         else:
             item = Item(
                 "seed",
@@ -723,6 +752,17 @@ def _attach_repro(
         item.detail += "\n(no minimal repro: the failure did not recur when run again)"
         return
     item.repro_file = repro.path
+    item.failure["repro"] = {
+        "path": repro.path,
+        "key": repro.key,
+        "text": repro.text,
+        "steps": repro.steps,
+        "original_steps": repro.original_steps,
+        "verified": repro.verified,
+        "standalone": repro.standalone,
+        "model_passes": repro.model_passes,
+        "divergence": repro.divergence,
+    }
     item.detail += (
         f"\nminimal repro: {repro.path} ({repro.steps} steps, from {repro.original_steps}; "
         f"{repro.key}; fails in lockstep: {'yes' if repro.verified else 'NO'}; "
@@ -746,7 +786,9 @@ CREATE TABLE IF NOT EXISTS conformance (
     repro VARCHAR,
     repro_file VARCHAR,
     seconds DOUBLE,
-    recorded_at TIMESTAMP DEFAULT current_timestamp
+    recorded_at TIMESTAMP DEFAULT current_timestamp,
+    steps BIGINT,
+    failure JSON
 )
 """
 
@@ -761,12 +803,13 @@ def store_results(db: str | Path, report: ConformanceReport) -> int:
         # stores written before repro files and request counts existed
         con.execute("ALTER TABLE conformance ADD COLUMN IF NOT EXISTS repro_file VARCHAR")
         con.execute("ALTER TABLE conformance ADD COLUMN IF NOT EXISTS steps BIGINT")
+        con.execute("ALTER TABLE conformance ADD COLUMN IF NOT EXISTS failure JSON")
         row = con.execute("SELECT coalesce(max(conformance_id), 0) + 1 FROM conformance").fetchone()
         batch = int(row[0]) if row else 1
         con.executemany(
             "INSERT INTO conformance (conformance_id, target, command, policy, kind, item, "
-            "verdict, detail, repro, repro_file, seconds, steps) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "verdict, detail, repro, repro_file, seconds, steps, failure) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     batch,
@@ -781,6 +824,7 @@ def store_results(db: str | Path, report: ConformanceReport) -> int:
                     i.repro_file,
                     i.seconds,
                     i.steps,
+                    json.dumps(i.failure, sort_keys=True, default=str) if i.failure else None,
                 )
                 for i in report.items
             ],

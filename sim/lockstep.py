@@ -130,6 +130,9 @@ class Divergence(Exception):
     history: tuple[str, ...] = ()
     target_name: str = "target"
     model_name: str = "model"
+    # each side's whole views after the step (pending, transcript, open calls), raw
+    model_views: dict[str, Any] = field(default_factory=dict)
+    target_views: dict[str, Any] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return self.render()
@@ -166,6 +169,10 @@ class Divergence(Exception):
             "model_raw": self.model_raw,
             "target_raw": self.target_raw,
             "history": list(self.history),
+            "model_name": self.model_name,
+            "target_name": self.target_name,
+            "model_views": self.model_views,
+            "target_views": self.target_views,
         }
 
 
@@ -268,6 +275,17 @@ class Side:
         return bisect.bisect_left(self.times, t)
 
     # views
+    def views(self) -> dict[str, Any]:
+        """Everything this side has shown, as the protocol shows it: each
+        session's pending rows and transcript, and the open calls."""
+        pending, transcript = tuple(self.pending.items()), tuple(self.transcript.items())
+        wire = observed_wire(Observed((), pending, transcript, self.calls))
+        return {
+            "pending": wire.get("pending", {}),
+            "transcript": wire.get("transcript", {}),
+            "calls": wire.get("calls", []),
+        }
+
     def absorb(self, observed: Observed) -> set[str]:
         touched: set[str] = set()
         for sid, rows in observed.pending:
@@ -536,6 +554,8 @@ class LockstepTarget:
                 tuple(self.history),
                 self.target.name,
                 self.model.name,
+                self.m.views(),
+                self.t.views(),
             )
 
         touched = self.m.absorb(m_obs) | self.t.absorb(t_obs)
@@ -617,10 +637,12 @@ def run_scenarios_lockstep(
     make_model: Any,
     make_target: Any,
     monitor: Any = True,
+    policy: Any = None,
 ) -> list[LockstepResult]:
     """Run each scenario with a fresh :class:`LockstepTarget` (``make_model(policy,
-    step_limit)``, ``make_target(policy, step_limit)``); a divergence is caught
-    and reported, the scenario's own failures too."""
+    step_limit)``, ``make_target(policy, step_limit)``), under its file's policy
+    or ``policy``; a divergence is caught and reported, the scenario's own
+    failures too."""
     import time
 
     from ..scenarios.runner import run_scenario
@@ -639,7 +661,7 @@ def run_scenarios_lockstep(
 
         name = loaded.scenario.name
         try:
-            result = run_scenario(loaded, target_factory=factory, monitor=monitor)
+            result = run_scenario(loaded, policy, target_factory=factory, monitor=monitor)
         except Divergence as div:
             if holder:
                 holder[0].close()

@@ -11,8 +11,10 @@ The database is opened read-only (a ``file:...?mode=ro`` URI): nothing is
 written to it, ever. Each session's events are translated into protocol
 events the way the adapter does (``impls/opencode/adapter.py``):
 ``session.next.prompt.admitted`` -> ``admitted``, ``session.next.prompted``
--> ``promoted``, ``session.next.step.*`` -> ``step_*``, anything else
-``other:<name>``; the input is the event's ``messageID`` and the time its
+-> ``promoted``, ``session.next.step.*`` -> ``step_*``,
+``session.next.revert.*`` -> ``revert_staged {message}``, ``revert_cleared``,
+``revert_committed {to}``, anything else ``other:<name>``; the input (of an
+admission or promotion) is the event's ``messageID`` and the time its
 ``timestamp`` (wall-clock milliseconds). They are then judged with every
 invariant the durable log alone decides (:mod:`.validate`), per session.
 
@@ -20,7 +22,10 @@ The ``session_input`` rows add two checks of the projection against the log:
 
 - ``admission-projects-row``: every admission has its row, with
   ``admitted_seq`` the admission's seq and the same delivery, and every row
-  has its admission;
+  has its admission; a committed revert deletes the rows of the inputs it
+  discards (admitted or promoted at or past the policy's cut, ``Policy.revert_cut``:
+  1.18.33 deletes rows with ``admitted_seq`` or ``promoted_seq`` after the
+  boundary's message), so those admissions have none;
 - ``replay-matches-views``: a row's ``promoted_seq`` is the seq of the
   ``promoted`` event that names it, and is NULL exactly when no such event
   exists (the pending inbox is what folding the log leaves).
@@ -46,6 +51,9 @@ EVENT_MAP = {
     "session.next.step.started": "step_started",
     "session.next.step.ended": "step_ended",
     "session.next.step.failed": "step_failed",
+    "session.next.revert.staged": "revert_staged",
+    "session.next.revert.cleared": "revert_cleared",
+    "session.next.revert.committed": "revert_committed",
 }
 ROWS = "admission-projects-row"
 REPLAY = "replay-matches-views"
@@ -173,15 +181,20 @@ def _event(session: str, seq: int, kind: str, raw: str) -> Event:
     if when is None:
         when = ((data.get("info") or {}).get("time") or {}).get("created")
     message = data.get("messageID")
+    message = message if isinstance(message, str) else None
     payload: dict[str, Any] = {}
     if name in ("admitted", "promoted"):
         payload["delivery"] = data.get("delivery")
+    elif name == "revert_staged":
+        payload["message"] = (data.get("revert") or {}).get("messageID")
+    elif name == "revert_committed":
+        payload["to"] = message
     return Event(
         session,
         seq,
         name,
         int(when) if isinstance(when, (int, float)) else 0,
-        message if isinstance(message, str) else None,
+        message if name in ("admitted", "promoted") else None,
         canonical_json(payload),
     )
 
@@ -226,11 +239,34 @@ def read_rows(con: sqlite3.Connection) -> dict[str, list[Row]]:
 # --- judging ----------------------------------------------------------------------
 
 
-def check_rows(events: list[Event], rows: list[Row]) -> list[dict[str, Any]]:
+def live_inputs(events: list[Event], policy: Policy) -> tuple[dict[str, Event], dict[str, Event]]:
+    """The admissions and promotions whose rows the log leaves (by input):
+    each input's latest lifecycle, less those a committed revert discarded."""
+    admitted: dict[str, Event] = {}
+    promoted: dict[str, Event] = {}
+    for e in events:
+        if e.type == "admitted" and e.input is not None:
+            admitted[e.input] = e
+            promoted.pop(e.input, None)
+        elif e.type == "promoted" and e.input is not None:
+            promoted[e.input] = e
+        elif e.type == "revert_committed":
+            boundary = promoted.get(json.loads(e.data).get("to") or "")
+            if boundary is None:
+                continue  # a boundary the log never promoted: replay's to judge
+            cut = policy.revert_cut(boundary.seq)
+            gone = {x for x, a in admitted.items() if a.seq >= cut}
+            gone |= {x for x, p in promoted.items() if p.seq >= cut}
+            for x in gone:
+                admitted.pop(x, None)
+                promoted.pop(x, None)
+    return admitted, promoted
+
+
+def check_rows(events: list[Event], rows: list[Row], policy: Policy) -> list[dict[str, Any]]:
     """The projection (``session_input``) against the log; see the module docstring."""
     found: list[dict[str, Any]] = []
-    admitted = {e.input: e for e in events if e.type == "admitted" and e.input is not None}
-    promoted = {e.input: e for e in events if e.type == "promoted" and e.input is not None}
+    admitted, promoted = live_inputs(events, policy)
     by_id = {r.input: r for r in rows}
     for ident, ev in admitted.items():
         row = by_id.get(ident)
@@ -256,7 +292,7 @@ def check_rows(events: list[Event], rows: list[Row]) -> list[dict[str, Any]]:
                     ROWS,
                     [row.admitted_seq],
                     f"the session_input row {row.input} (admitted_seq {row.admitted_seq}) "
-                    "has no admitted event in the log",
+                    "has no admitted event in the log, or a committed revert discarded it",
                 )
             )
         promotion = promoted.get(row.input)
@@ -305,7 +341,9 @@ def validate_db(path: str | Path, policy: str = "g2") -> DbResult:
         one.sessions = [session]
         one.judged = judged + extra
         found = [
-            v for v in check_rows(events, rows.get(session, [])) if v["invariant"] in one.judged
+            v
+            for v in check_rows(events, rows.get(session, []), the_policy)
+            if v["invariant"] in one.judged
         ]
         one.violations.extend(found)
         if events and rows.get(session):
@@ -320,4 +358,4 @@ def _expected(policy: Policy) -> frozenset[str]:
     return frozenset(expected(policy))
 
 
-__all__ = ["DbResult", "check_rows", "connect", "read_sessions", "validate_db"]
+__all__ = ["DbResult", "check_rows", "connect", "live_inputs", "read_sessions", "validate_db"]

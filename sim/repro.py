@@ -68,6 +68,7 @@ class Repro:
     standalone: bool  # alone on the adapter (`inboxsim run FILE --adapter`): fails
     model_passes: bool  # on the reference model: passes
     path: str | None = None
+    divergence: dict[str, Any] | None = None  # in lockstep, the file's first difference
 
     def document(self) -> dict[str, Any]:
         return {
@@ -153,12 +154,14 @@ def _monitor() -> Any:
 # --- judging a scenario ------------------------------------------------------------
 
 
-def scenario_key(loaded: Any, policy: Policy, factory: Any) -> tuple[str, str, str]:
+def scenario_key(
+    loaded: Any, policy: Policy, factory: Any, found: list[Any] | None = None
+) -> tuple[str, str, str]:
     """(failure key, message, a divergence's compared part) of a scenario run
     in lockstep through ``factory``; ("", "", "") when it held. Expectation
     failures are not keys (the shrinker strips expectations); a protocol
     error or a skipped feature is ``other:...`` so that it never counts as
-    the same failure."""
+    the same failure. A divergence is also appended to ``found``."""
     from ..scenarios.runner import run_scenario
     from .lockstep import Divergence
     from .protocol import ProtocolError
@@ -166,6 +169,8 @@ def scenario_key(loaded: Any, policy: Policy, factory: Any) -> tuple[str, str, s
     try:
         result = run_scenario(loaded, policy, target_factory=factory, monitor=_monitor())
     except Divergence as div:
+        if found is not None:
+            found.append(div)
         return failure_key(div), div.summary, div.where
     except ProtocolError as exc:
         return "other:protocol error", str(exc).splitlines()[0], ""
@@ -182,15 +187,18 @@ def scenario_key(loaded: Any, policy: Policy, factory: Any) -> tuple[str, str, s
 
 def _checks(
     text: str, key: str, policy: Policy, command: Sequence[str], timeout: float
-) -> tuple[bool, bool, bool]:
-    """(verified, standalone, model_passes) of a repro text."""
+) -> tuple[bool, bool, bool, dict[str, Any] | None]:
+    """(verified, standalone, model_passes, the divergence in lockstep as
+    :meth:`~.lockstep.Divergence.to_dict`) of a repro text."""
     from ..scenarios.load import load_text
     from ..scenarios.runner import run_scenario
     from .protocol import ProtocolError
 
     loaded = load_text(text, "<repro>")
+    found: list[Any] = []
     with tempfile.TemporaryDirectory(prefix="inboxsim-repro-check-") as tmp:
-        got, _, _ = scenario_key(loaded, policy, LockstepFactory(command, timeout, Path(tmp)))
+        factory = LockstepFactory(command, timeout, Path(tmp))
+        got, _, _ = scenario_key(loaded, policy, factory, found)
         try:
             alone = run_scenario(
                 loaded, policy, target_factory=_bare_factory(command, timeout, Path(tmp))
@@ -199,7 +207,7 @@ def _checks(
         except ProtocolError:
             standalone = True
     model = run_scenario(loaded, policy)
-    return got == key, standalone, model.passed
+    return got == key, standalone, model.passed, found[0].to_dict() if found else None
 
 
 # --- the model's answer as expectations ----------------------------------------------
@@ -347,7 +355,9 @@ def _finish(
     filename: str,
 ) -> Repro:
     text = with_model_expectations(text, shrunk.key, shrunk.where, policy)
-    verified, standalone, model_passes = _checks(text, shrunk.key, policy, argv, timeout)
+    verified, standalone, model_passes, divergence = _checks(
+        text, shrunk.key, policy, argv, timeout
+    )
     repro = Repro(
         origin,
         shrunk.key,
@@ -360,6 +370,7 @@ def _finish(
         verified,
         standalone,
         model_passes,
+        divergence=divergence,
     )
     return repro.write(out, filename) if out is not None else repro
 

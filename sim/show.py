@@ -14,16 +14,17 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ..model import Crashed, Err, Ok
+from ..model import Call, Crashed, Err, Event, Ok
 from .run import RunResult
-from .trace import Step
+from .trace import MessageView, PendingView, Step
 
 
 def _compact(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def _request(step: Step) -> str:
+def request_text(step: Step) -> str:
+    """The request in one line: the operation, its fields, ``crash_at``, then ``(now T)``."""
     if step.request is None:
         return "KILL (crash between requests)"
     wire = step.request.to_wire()
@@ -35,7 +36,8 @@ def _request(step: Step) -> str:
     return " ".join(parts) + f" (now {now})"
 
 
-def _reply(step: Step) -> str:
+def reply_text(step: Step) -> str:
+    """``ok`` and the result, ``error CODE: message``, or ``UNKNOWN`` (crashed at a failpoint)."""
     reply = step.reply
     if reply is None:
         return ""
@@ -47,40 +49,45 @@ def _reply(step: Step) -> str:
     return f"UNKNOWN (crashed at {reply.point})"
 
 
+def event_text(e: Event) -> str:
+    """``SESSION#SEQ TYPE [INPUT] [DATA] @TIME``."""
+    who = f" {e.input}" if e.input else ""
+    data = "" if e.data == "{}" else " " + e.data
+    return f"{e.session}#{e.seq} {e.type}{who}{data} @{e.time}"
+
+
+def pending_text(row: PendingView) -> str:
+    """``INPUT:TYPE/DELIVERY@ADMITTED_SEQ``."""
+    return f"{row.input}:{row.type}/{row.delivery}@{row.admitted_seq}"
+
+
+def message_text(m: MessageView) -> str:
+    """``ID[<COPIED_FROM]@SEQtTIME``."""
+    return f"{m.id}{'<' + m.copied_from if m.copied_from else ''}@{m.seq}t{m.time}"
+
+
+def call_text(c: Call) -> str:
+    """``CALL:SESSION/KIND step N [final]``."""
+    return f"{c.call}:{c.session}/{c.kind} step {c.step}{' final' if c.final else ''}"
+
+
 def step_lines(step: Step, marked: bool = False) -> Iterator[str]:
     mark = "!!" if marked else "  "
-    yield f"{mark}{step.index:4d} {step.phase:<8} {step.decision:<22} {_request(step)}"
-    reply = _reply(step)
+    yield f"{mark}{step.index:4d} {step.phase:<8} {step.decision:<22} {request_text(step)}"
+    reply = reply_text(step)
     if reply:
         yield f"{'':16}-> {reply}"
     observed = step.observed
     for e in observed.events:
-        who = f" {e.input}" if e.input else ""
-        data = "" if e.data == "{}" else " " + e.data
-        yield f"{'':16}event {e.session}#{e.seq} {e.type}{who}{data} @{e.time}"
+        yield f"{'':16}event {event_text(e)}"
     for sid, rows in observed.pending:
-        listed = (
-            ", ".join(f"{r.input}:{r.type}/{r.delivery}@{r.admitted_seq}" for r in rows)
-            or "(empty)"
-        )
+        listed = ", ".join(pending_text(r) for r in rows) or "(empty)"
         yield f"{'':16}pending {sid}: {listed}"
     for sid, msgs in observed.transcript:
-        listed = (
-            ", ".join(
-                f"{m.id}{'<' + m.copied_from if m.copied_from else ''}@{m.seq}t{m.time}"
-                for m in msgs
-            )
-            or "(empty)"
-        )
+        listed = ", ".join(message_text(m) for m in msgs) or "(empty)"
         yield f"{'':16}transcript {sid}: {listed}"
     if observed.calls is not None:
-        listed = (
-            ", ".join(
-                f"{c.call}:{c.session}/{c.kind} step {c.step}{' final' if c.final else ''}"
-                for c in observed.calls
-            )
-            or "(none)"
-        )
+        listed = ", ".join(call_text(c) for c in observed.calls) or "(none)"
         yield f"{'':16}open calls: {listed}"
 
 

@@ -124,3 +124,35 @@ def v3_copy(path: str, v3: str) -> None:
                 v3_body = body.replace("distinct_runs", "runs")
                 con.execute(f"CREATE OR REPLACE VIEW {name} AS {v3_body}")
         con.execute("DROP VIEW distinct_runs")
+
+
+def v4_copy(path: str, v4: str) -> None:
+    """Copy a current store into a new file as a v4 inboxsim wrote it: every
+    table but ``shrunk``, row counts recorded without it. (Built anew rather
+    than dropping the table from a copy: DuckDB shortens a file whose last
+    blocks a drop frees, which the store's size check reads as truncated.)"""
+    import json
+
+    with duckdb.connect(path, read_only=True) as con:
+        tables = con.execute(
+            "SELECT table_name, sql FROM duckdb_tables() WHERE table_name != 'shrunk'"
+        ).fetchall()
+        views = con.execute("SELECT sql FROM duckdb_views() WHERE NOT internal").fetchall()
+    with duckdb.connect(v4) as con:
+        for _name, sql in tables:
+            con.execute(sql)
+        for (sql,) in views:
+            con.execute(sql)
+        con.execute(f"ATTACH '{path}' AS src (READ_ONLY)")
+        for name, _sql in tables:
+            con.execute(f"INSERT INTO {name} SELECT * FROM src.{name}")
+        con.execute("DETACH src")
+        counts = json.loads(
+            con.execute("SELECT value FROM meta WHERE key = 'row_counts'").fetchone()[0]
+        )
+        counts.pop("shrunk", None)
+        con.execute(
+            "UPDATE meta SET value = ? WHERE key = 'row_counts'",
+            [json.dumps(counts, sort_keys=True, separators=(",", ":"))],
+        )
+        con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")

@@ -72,8 +72,10 @@ def test_example_passes_conformance(lang: str) -> None:
     assert report.passed, "\n".join(report.lines())
     verdicts = {i.item: i for i in report.of("scenario")}
     assert [s for s in REQUIRED if verdicts[s].verdict != "held"] == []
-    for item in verdicts.values():  # the rest needs a feature the example leaves out
-        assert item.verdict == "held" or any(f in item.detail for f in LEFT_OUT), item
+    for item in verdicts.values():  # the rest needs a feature the example leaves out,
+        left_out = any(f in item.detail for f in LEFT_OUT)  # or is another policy's
+        other_policy = item.detail.endswith("break under g4")
+        assert item.verdict == "held" or left_out or other_policy, item
     seeds = report.of("seed")
     assert len(seeds) == SEEDS and all(i.verdict == "held" for i in seeds)
     assert report.totals["kills"] > 0, report.totals  # restarts really happened

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import pytest
 
 from inboxsim.invariants import REGISTRY, Monitor, Violation, check_trace
-from inboxsim.model import G4
+from inboxsim.model import G4, PRESETS
 from inboxsim.model.values import Call
 from inboxsim.sim.trace import Trace
 
@@ -675,3 +675,44 @@ def test_fires_on_a_violating_trace(name: str) -> None:
     # Said in the inbox's words, not as a bare assertion.
     message = found[0].message
     assert len(message.split()) >= 8 and "assert" not in message.lower()
+
+
+# --- the revert rules under OpenCode 1.18.33's policy (g2) ---------------------------------
+
+G2 = PRESETS["g2"]
+
+
+def _quiet(trace: Trace, invariant: str) -> None:
+    monitor = Monitor(G2, trace.header.hello, invariants=[invariant])
+    assert [v for step in trace.steps for v in monitor.feed(step)] + monitor.finish(False) == []
+    assert invariant in monitor.exercised
+
+
+def test_under_g2_a_committed_revert_keeps_its_boundary() -> None:
+    o, *ops = _two_answered()
+    assert isinstance(o, Ops)
+    good = play(*ops, o.stage("s1", "m2"), o.commit(), policy=G2)  # type: ignore[arg-type]
+    assert [m.id for m in view(good, 7, "transcript")] == ["m1", "m2"]  # 7: commit keeps m2
+    _quiet(good, "revert-truncates")
+    assert check_trace(good, G4, False, invariants=["revert-truncates"])  # g4 wants m2 gone
+    # The g4 cut on a g2 run: the boundary disappeared.
+    bad = edit(good, 7, transcript={"s1": view(good, 7, "transcript")[:1]})
+    found = check_trace(bad, G2, False, invariants=["revert-truncates"])
+    assert [v.steps for v in found] == [(7,)]
+    assert "[m2], before the cut, disappeared" in found[0].message
+
+
+def test_under_g2_a_prompt_leaves_a_staged_revert_staged() -> None:
+    o, *ops = _two_answered()
+    assert isinstance(o, Ops)
+    good = play(*ops, o.stage("s1", "m2"), o.prompt(x="m3"), policy=G2)  # type: ignore[arg-type]
+    # 6: staged; 7: admitted m3 and promoted, no revert_committed
+    assert "revert_committed" not in {e.type for e in events(good, 7)}
+    _quiet(good, "prompt-commits-revert")
+    assert check_trace(good, G4, False, invariants=["prompt-commits-revert"])  # g4 wants a commit
+    evs = events(good, 7)
+    committed = ev("s1", evs[0].seq, "revert_committed", time=evs[0].time, to="m2")
+    bad = edit(good, 7, events=[committed, *renumber(evs, evs[0].seq + 1)])
+    found = check_trace(bad, G2, False, invariants=["prompt-commits-revert"])
+    assert [v.steps for v in found] == [(6, 7)]
+    assert "leaves a staged revert staged" in found[0].message

@@ -8,7 +8,9 @@ the invariant) and the same trace with one step edited to plant the fault
 first four are the shrunk repros of issue 16, where an ID whose lifecycle
 ended was treated as free for any session and kind; the allowed case (a new
 input in its own session and kind) is quiet, and planting a conflict there
-fires.
+fires. The ``g2`` cases play under a policy with ``ended_ids =
+"freed_by_revert"`` (OpenCode 1.18.33): an ID a committed revert truncated is
+free there, and the same good trace judged under ``g4`` fires.
 """
 
 from __future__ import annotations
@@ -19,18 +21,24 @@ from collections.abc import Callable
 import pytest
 
 from inboxsim.invariants import Monitor, check_trace
-from inboxsim.model import G4
+from inboxsim.model import G4, PRESETS, Policy
 from inboxsim.sim.trace import Trace
 
 from .invariant_traces import Ops, edit, err, ev, events, mv, ok, play, receipt, view
 
 Case = tuple[Trace, Trace, tuple[int, ...]]
-CASES: dict[str, tuple[str, Callable[[], Case]]] = {}
+CASES: dict[str, tuple[str, Policy, Callable[[], Case]]] = {}
+G2 = PRESETS["g2"]
+# G4 but for the one field: a prompt under a staged revert commits it first,
+# and the commit frees what it truncates.
+G4_FREED = dataclasses.replace(G4, name="g4-freed", ended_ids="freed_by_revert")
 
 
-def case(name: str, invariant: str) -> Callable[[Callable[[], Case]], Callable[[], Case]]:
+def case(
+    name: str, invariant: str, policy: Policy = G4
+) -> Callable[[Callable[[], Case]], Callable[[], Case]]:
     def register(fn: Callable[[], Case]) -> Callable[[], Case]:
-        CASES[name] = (invariant, fn)
+        CASES[name] = (invariant, policy, fn)
         return fn
 
     return register
@@ -127,16 +135,18 @@ def _barrier_again() -> Case:
     return good, edit(good, 4, reply=err("compaction_conflict"), events=[]), (2, 4)
 
 
+def _staged_then_prompt(kind: str, policy: Policy = G4) -> Trace:
+    """u1 admitted as ``kind`` in s1 and promoted, a revert to it staged, and
+    a prompt reusing u1 (2: u1; 3: promoted; 4: staged; 5: the prompt)."""
+    o = Ops()
+    first = o.prompt("s1", "u1") if kind == "user" else o.synthetic("s1", "u1")
+    reuse = o.prompt("s1", "u1", resume=False)
+    return play(o.create(), first, "answer:stop", o.stage("s1", "u1"), reuse, policy=policy)
+
+
 @case("allowed: a prompt under the staged boundary's ID is a new input", "id-namespace")
 def _boundary_prompt() -> Case:
-    o = Ops()
-    good = play(
-        o.create(),
-        o.prompt("s1", "u1"),
-        "answer:stop",
-        o.stage("s1", "u1"),
-        o.prompt("s1", "u1", resume=False),
-    )  # 2: prompt u1; 3: promoted; 4: staged; 5: revert_committed + a new admission of u1
+    good = _staged_then_prompt("user")  # 5: revert_committed + a new admission of u1
     assert [e.type for e in events(good, 5)] == ["revert_committed", "admitted"]
     # Planted: judged as a retry of the boundary message (its old receipt, nothing appended).
     bad = edit(good, 5, reply=ok(receipt(good, 2)), events=[])
@@ -209,21 +219,88 @@ def _fresh_other_kind() -> Case:
     return good, edit(good, 6, events=[planted]), (2, 6)
 
 
+def _g2_reverted(o: Ops) -> list[object]:
+    """s1 and s2; m1 and m2 promoted and answered in s1, then a revert to m1
+    staged and committed under g2: m1 stays, m2 is truncated (freed)."""
+    return [
+        o.create("s1"),
+        o.create("s2"),
+        o.prompt("s1", "m1"),
+        "answer:stop",
+        o.prompt("s1", "m2"),
+        "answer:stop",
+        o.stage("s1", "m1"),
+        o.commit("s1"),
+    ]  # 5: prompt m2; 8: committed
+
+
+@case("g2: a reverted prompt's ID reused in another session", "id-namespace", G2)
+def _g2_freed_other_session() -> Case:
+    o = Ops()
+    good = play(*_g2_reverted(o), o.prompt("s2", "m2", resume=False), policy=G2)  # type: ignore[arg-type]
+    # 9: m2 admitted in s2, a new input (OpenCode 1.18.33: no 409)
+    assert [(e.type, e.session) for e in events(good, 9)] == [("admitted", "s2")]
+    return good, edit(good, 9, reply=err("prompt_conflict"), events=[]), (5, 9)
+
+
+@case("g2: a reverted prompt's ID admitted as a barrier elsewhere", "admission-fresh-id", G2)
+def _g2_freed_other_kind() -> Case:
+    o = Ops()
+    good = play(*_g2_reverted(o), o.compact("s2", "m2"), policy=G2)  # type: ignore[arg-type]
+    # 9: m2 admitted as s2's barrier. Planted: the boundary m1, still live in s1, instead.
+    (admitted,) = [e for e in events(good, 9) if e.type == "compaction_admitted"]
+    planted = dataclasses.replace(admitted, input="m1")
+    return good, edit(good, 9, events=[planted]), (3, 9)
+
+
+@case("g2: a consumed barrier's ID stays its session's", "id-namespace", G2)
+def _g2_barrier_kept() -> Case:
+    o = Ops()
+    good = play(*_barrier_consumed(o, "s2"), o.compact("s2", "c1"), policy=G2)  # type: ignore[arg-type]
+    assert getattr(good.steps[5].reply, "code", None) == "compaction_conflict"
+    return good, _admitted_as(good, 5, "s2", "compaction", "c1"), (3, 5)
+
+
+@case("freed by the staged revert a prompt commits", "id-namespace", G4_FREED)
+def _freed_by_staged_commit() -> Case:
+    good = _staged_then_prompt("synthetic", G4_FREED)
+    # 5: the prompt commits the revert, which frees the synthetic u1: admitted as a prompt
+    assert [e.type for e in events(good, 5)] == ["revert_committed", "admitted"]
+    return good, edit(good, 5, reply=err("prompt_conflict"), events=[]), (2, 5)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_quiet_on_a_satisfying_trace(name: str) -> None:
-    invariant, fn = CASES[name]
+    invariant, policy, fn = CASES[name]
     good, _, _ = fn()
-    monitor = Monitor(G4, good.header.hello)
+    monitor = Monitor(policy, good.header.hello)
     found = [v for step in good.steps for v in monitor.feed(step)] + monitor.finish(False)
     assert found == []
     assert invariant in monitor.exercised
 
 
+@pytest.mark.parametrize(
+    ("name", "steps"),
+    [
+        ("g2: a reverted prompt's ID reused in another session", (5, 9)),
+        ("g2: a reverted prompt's ID admitted as a barrier elsewhere", (5, 9)),
+        ("freed by the staged revert a prompt commits", (2, 5)),
+    ],
+)
+def test_a_freed_reuse_fires_where_ids_are_kept(name: str, steps: tuple[int, ...]) -> None:
+    """The reuse ``ended_ids = "freed_by_revert"`` allows is a violation of
+    the protocol's rule: the same good trace fires under ``g4``."""
+    invariant, _, fn = CASES[name]
+    good, _, _ = fn()
+    found = check_trace(good, G4, False, invariants=[invariant])
+    assert [v.steps for v in found] == [steps], found
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_fires_on_a_violating_trace(name: str) -> None:
-    invariant, fn = CASES[name]
+    invariant, policy, fn = CASES[name]
     _, bad, steps = fn()
-    found = check_trace(bad, G4, False, invariants=[invariant])
+    found = check_trace(bad, policy, False, invariants=[invariant])
     assert found, f"{invariant} stayed quiet on {name}"
     assert {v.invariant for v in found} == {invariant}
     assert found[0].steps == steps, found[0]

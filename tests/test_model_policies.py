@@ -3,12 +3,15 @@ says, and ``load_policy`` reads presets and TOML files."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from inboxsim.model import G4, PRESETS, Policy, PolicyError, features, load_policy
+from inboxsim.scenarios.load import load_library
+from inboxsim.scenarios.runner import run_scenario
 from inboxsim.tests.model_helpers import World
 
 # --- g5: first admission wins, retry from the message, ordered barrier -----------------
@@ -109,7 +112,7 @@ def test_g5_barrier_lets_older_steers_go_first() -> None:
     ]
 
 
-# --- g2: admission-time stamps, 100-steer cap, no synthetic route ---------------------------
+# --- g2: admission-time stamps, no synthetic route, OpenCode 1.18.33's revert -------------
 
 
 def test_g2_has_no_synthetic_route() -> None:
@@ -119,9 +122,13 @@ def test_g2_has_no_synthetic_route() -> None:
     assert "synthetic" not in features(PRESETS["g2"])
 
 
-def test_g2_promotes_at_most_100_steers_per_boundary() -> None:
-    """promotes steers only through the captured inbox cutoff"""
-    w = World(policy="g2")
+G2_SOURCE = dataclasses.replace(PRESETS["g2"], name="g2-source", steer_batch_cap=100)
+
+
+def test_the_g2_source_revision_promotes_at_most_100_steers_per_boundary() -> None:
+    """promotes steers only through the captured inbox cutoff (the G2 source
+    revision's cap; the released 1.18.33, preset g2, has none)"""
+    w = World(policy=G2_SOURCE)
     inputs = [f"m{n:03}" for n in range(101)]
     for input_id in inputs:
         w.prompt("s1", input_id, resume=False)
@@ -132,8 +139,19 @@ def test_g2_promotes_at_most_100_steers_per_boundary() -> None:
     assert w.shape() == [("s1", "step", 1, False, inputs)]
 
 
-def test_g4_promotes_every_pending_steer() -> None:
-    w = World()
+def test_the_100_steer_cap_breaks_the_steer_batch_scenario_at_its_wake() -> None:
+    """steer-batch-101 (what OpenCode 1.18.33 does) holds under g2 and fails
+    under the G2 source revision's cap at step 103, the wake: c101 stays pending."""
+    loaded = next(s for s in load_library() if s.scenario.name == "steer-batch-101")
+    assert run_scenario(loaded).failures == ()
+    failures = run_scenario(loaded, policy=G2_SOURCE).failures
+    assert failures[0].step == 103
+    assert "expected pending [] in s1, got ['c101']" in failures[0].message
+
+
+@pytest.mark.parametrize("policy", ["g4", "g2"])
+def test_g4_and_g2_promote_every_pending_steer(policy: str) -> None:
+    w = World(policy=policy)
     inputs = [f"m{n:03}" for n in range(101)]
     for input_id in inputs:
         w.prompt("s1", input_id, resume=False)
@@ -149,6 +167,63 @@ def test_g2_messages_keep_their_admission_time() -> None:
     w.resume("s1")
     assert w.messages("s1")[0]["time"] == 100
     assert w.pending_rows("s1") == []
+
+
+def test_g2_promoted_events_carry_the_admission_time() -> None:
+    """OpenCode 1.18.33 stamps session.next.prompted with the admission time."""
+
+    def promoted_times(policy: str) -> list[tuple[str, int]]:
+        w = World(policy=policy)
+        w.now = 100
+        w.prompt("s1", "m1", resume=False)
+        w.now = 200
+        w.prompt("s1", "q1", delivery="queue", resume=False)
+        w.now = 500
+        w.resume("s1")
+        w.now = 700
+        w.answer("stop")
+        return [(e["input"], e["time"]) for e in w.wire_events("s1") if e["type"] == "promoted"]
+
+    assert promoted_times("g2") == [("m1", 100), ("q1", 200)]
+    assert promoted_times("g4") == [("m1", 500), ("q1", 700)]
+
+
+def test_promoted_event_time_admission_needs_admission_visible_time(tmp_path: Path) -> None:
+    path = tmp_path / "odd.toml"
+    path.write_text('base = "g4"\npromoted_event_time = "admission"\n', encoding="utf-8")
+    with pytest.raises(PolicyError, match=r"odd.toml: .*needs visible_time = 'admission'"):
+        load_policy(str(path))
+    path.write_text('base = "g4"\nvisible_time = "admission"\npromoted_event_time = "admission"\n')
+    assert load_policy(str(path)).promoted_event_time == "admission"
+
+
+def _staged_then_prompted(policy: str) -> World:
+    """m1, m2 visible; q1 pending; revert staged to m2; then prompt m3."""
+    w = World(policy=policy)
+    w.prompt("s1", "m1")
+    w.answer("stop")
+    w.prompt("s1", "m2")
+    w.answer("stop")
+    w.prompt("s1", "q1", delivery="queue", resume=False)
+    w.revert_stage("s1", "m2")
+    w.prompt("s1", "m3", resume=False)
+    return w
+
+
+def test_g2_prompt_under_a_staged_revert_is_admitted_and_the_commit_keeps_the_boundary() -> None:
+    w = _staged_then_prompted("g2")
+    assert w.new_events() == ["admitted"]  # no revert_committed
+    assert w.pending("s1") == ["q1", "m3"] and w.transcript("s1") == ["m1", "m2"]
+    assert w.log("s1").revert == "m2"
+    w.revert_commit("s1")
+    assert w.transcript("s1") == ["m1", "m2"] and w.pending("s1") == []
+
+
+def test_g4_prompt_under_a_staged_revert_commits_it_and_the_boundary_goes() -> None:
+    w = _staged_then_prompted("g4")
+    assert w.new_events() == ["revert_committed", "admitted"]
+    assert w.transcript("s1") == ["m1"] and w.pending("s1") == ["m3"]
+    assert w.log("s1").revert is None
 
 
 # --- b and c: synthetic delivery and parallel lifecycles --------------------------------------

@@ -14,7 +14,8 @@ step that:
 - an exact retry of a live input appends no admission and, under the strict
   policies, returns the original receipt;
 - the ID index (every ID ever admitted or copied, with its first owner, for
-  good), event seqs and open calls stay consistent.
+  good, or freed by a committed revert under ``ended_ids = "freed_by_revert"``),
+  event seqs and open calls stay consistent.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ class Lifecycle:
     type: str
     admitted_seq: int
     visible_seq: int | None = None
+    copied: bool = False
 
 
 @dataclass
@@ -105,6 +107,11 @@ class Tracker:
     """An independent fold of the events each request reported."""
 
     live: dict[str, dict[str, Lifecycle]] = field(default_factory=dict)
+    revert_keeps_boundary: bool = False  # g2: a commit cuts after its boundary
+    revert_frees_ids: bool = False  # g2: a commit frees the admissions it cuts
+    # Every ID ever admitted or copied, with the session and kind of its first
+    # admission or copy (for good, unless a revert freed it), in event order.
+    owners: dict[str, Owner] = field(default_factory=dict)
 
     def observe(self, events: tuple[Event, ...]) -> None:
         for event in events:
@@ -115,9 +122,11 @@ class Tracker:
         if event.type == "admitted":
             assert event.input is not None
             rows[event.input] = Lifecycle(_data(event)["type"], event.seq)
+            self._own(event.input, Owner(event.session, _data(event)["type"]))
         elif event.type == "compaction_admitted":
             assert event.input is not None
             rows[event.input] = Lifecycle("compaction", event.seq)
+            self._own(event.input, Owner(event.session, "compaction"))
         elif event.type == "promoted":
             assert event.input is not None
             row = rows[event.input]
@@ -130,13 +139,25 @@ class Tracker:
             del rows[event.input]
         elif event.type == "forked":
             for copy in _data(event)["messages"]:
-                rows[copy["id"]] = Lifecycle(copy["type"], copy["seq"], copy["seq"])
+                rows[copy["id"]] = Lifecycle(copy["type"], copy["seq"], copy["seq"], copied=True)
+                assert copy["id"] not in self.owners, f"copy {copy['id']} reuses an ID"
+                self.owners[copy["id"]] = Owner(event.session, copy["type"], copied=True)
         elif event.type == "revert_committed":
             cut = self._boundary_seq(event.session, _data(event)["to"])
+            cut += 1 if self.revert_keeps_boundary else 0
             for input_id, row in list(rows.items()):
                 seq = row.admitted_seq if row.visible_seq is None else row.visible_seq
                 if row.type != "compaction" and seq >= cut:
                     del rows[input_id]
+                    if self.revert_frees_ids and not row.copied:
+                        owner = self.owners[input_id]
+                        self.owners[input_id] = Owner(owner.session, owner.type, freed=True)
+
+    def _own(self, input_id: str, owner: Owner) -> None:
+        """An admission: of a new or freed ID, or again in its own session and kind."""
+        first = self.owners.get(input_id)
+        assert first is None or first.freed or first == owner, f"{input_id}: {first} -> {owner}"
+        self.owners[input_id] = owner
 
     def _boundary_seq(self, session: str, message: str) -> int:
         row = self.live[session][message]
@@ -176,6 +197,8 @@ class Driver:
     @classmethod
     def start(cls, policy: Policy, step_limit: int) -> Driver:
         driver = cls(initial_state(policy, step_limit))
+        driver.tracker.revert_keeps_boundary = policy.revert_boundary == "kept"
+        driver.tracker.revert_frees_ids = policy.ended_ids == "freed_by_revert"
         for session in ("s1", "s2"):
             driver.send("create", None, {"session": session})
         return driver
@@ -325,11 +348,12 @@ class Driver:
         message = log.message(receipt.input)
         if row != receipt and (message is None or message.receipt != receipt):
             return None
-        if name == "prompt" and log.revert is not None:
+        policy = self.state.policy
+        if name == "prompt" and log.revert is not None and policy.staged_revert_prompt == "commits":
             boundary = log.message(log.revert)
             assert boundary is not None
             seq = message.seq if message is not None else receipt.admitted_seq
-            if seq >= boundary.seq:
+            if seq >= boundary.seq + (1 if self.tracker.revert_keeps_boundary else 0):
                 return None
         return receipt
 
@@ -352,7 +376,7 @@ class Driver:
             assert [m.id for m in log.transcript] == self.tracker.transcript(session)
             assert sum(r.type == "compaction" for r in log.pending) <= 1
             check_seqs(log.events)
-        assert dict(store.owners) == derived_owners(self.state)
+        assert dict(store.owners) == self.tracker.owners
         calls = self.state.open_calls()
         assert len({c.session for c in calls}) == len(calls)
 
@@ -378,25 +402,6 @@ def check_seqs(events: tuple[Event, ...]) -> None:
             assert event.seq > 0
         else:
             assert event.seq == events[index - 1].seq + 1
-
-
-def derived_owners(state: State) -> dict[str, Owner]:
-    """Every ID an event ever admitted or copied, with the session and kind
-    of its first admission or copy (an ID belongs to them for good)."""
-    owners: dict[str, Owner] = {}
-    for session, log in state.store.sessions.items():
-        for event in log.events:
-            if event.type == "admitted" and event.input is not None:
-                kind = json.loads(event.data)["type"]
-                assert owners.setdefault(event.input, Owner(session, kind)) == Owner(session, kind)
-            elif event.type == "compaction_admitted" and event.input is not None:
-                first = owners.setdefault(event.input, Owner(session, "compaction"))
-                assert first == Owner(session, "compaction")
-            elif event.type == "forked":
-                for copy in json.loads(event.data)["messages"]:
-                    assert copy["id"] not in owners, f"copy {copy['id']} reuses an ID"
-                    owners[copy["id"]] = Owner(session, copy["type"], copied=True)
-    return owners
 
 
 def run_program(policy: Policy, step_limit: int, program: list[Action]) -> Driver:

@@ -3,9 +3,12 @@ under policy ``g2`` (``docs/opencode.md``).
 
 A short scripted run through :class:`AdapterTarget` (send, steer, queue, exact
 retry, conflicting retry, interrupt, kill and restart), compared step by step
-with :class:`ModelTarget` under ``g2`` where the two should agree; plus the
-process and network hygiene: nothing left running afterwards (after a failure
-too), and nothing but ``lo`` in the namespace the server runs in.
+with :class:`ModelTarget` under ``g2`` where the two should agree; the same
+for an interrupt and a kill that land mid-stream, with what the server's log
+says about those steps; a short conformance run (revert and 101 parked
+steers among its scenarios); plus the process and network hygiene: nothing
+left running afterwards (after a failure too), and nothing but ``lo`` in the
+namespace the server runs in.
 
 It skips only when the package cannot be installed (no npm, no registry) or
 no network namespace can be entered, and says so loudly; anything else fails.
@@ -37,6 +40,7 @@ from inboxsim.model import (
     Err,
     Hello,
     Interrupt,
+    Log,
     Ok,
     Op,
     Prompt,
@@ -189,12 +193,12 @@ SCRIPT: list[Any] = [
 ]
 
 
-def drive(opencode: AdapterTarget, model: ModelTarget) -> list[str]:
+def drive(opencode: AdapterTarget, model: ModelTarget, script: list[Any] = SCRIPT) -> list[str]:
     """Run the script on both; return the first difference per step (empty: none)."""
     sides = {"opencode": Seen(), "model": Seen()}
     targets: dict[str, Any] = {"opencode": opencode, "model": model}
     differences = []
-    for index, step in enumerate(SCRIPT):
+    for index, step in enumerate(script):
         replies: dict[str, Any] = {}
         for name, target in targets.items():
             seen = sides[name]
@@ -257,9 +261,77 @@ def check_db_validates(db: Path, sessions: int) -> None:
     assert main(["validate", "--opencode-db", str(db)]) == 0
 
 
+# Mid-stream: the fake provider begins every answer at once and holds it, so
+# the interrupt of m1's step and the kill during m2's land after the response
+# began (opencode-binary.md 5.7 and 5.10).
+MIDSTREAM_SCRIPT: list[Any] = [
+    Hello(0, step_limit=STEP_LIMIT),
+    Create(1, session="s1"),
+    Prompt(2, session="s1", input="m1", text="one"),
+    Interrupt(3, session="s1"),
+    Prompt(4, session="s1", input="m2", text="two"),
+    "kill",
+    Hello(5, step_limit=STEP_LIMIT),
+    Prompt(6, session="s1", input="m3", text="three"),
+    ("answer", "s1", "stop"),
+]
+
+
+def test_opencode_midstream_interrupt_and_kill(
+    opencode_ready: None,
+    env_require_netns: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """What the real server writes when a step is cut off after its response
+    began: an interrupt gives step.failed "Provider turn interrupted"; a kill
+    leaves the step without any terminal event, for good (the next run's
+    steps end, that one never does). Replies, inboxes, transcripts and calls
+    still agree with g2 at every step."""
+    monkeypatch.setenv("INBOXSIM_OPENCODE_STREAM", "midstream")
+    data = tmp_path / "data"
+    target = AdapterTarget(adapter_command(), data, STEP_LIMIT, timeout=RECOMMENDED_TIMEOUT)
+    model = ModelTarget(PRESETS["g2"], STEP_LIMIT)
+    try:
+        assert drive(target, model, MIDSTREAM_SCRIPT) == []
+        reply, _ = target.request(Log(10, session="s1"))
+        assert isinstance(reply, Ok)
+        events = [(e["type"], e.get("input"), e.get("data")) for e in reply.result["events"]]
+    finally:
+        target.close()
+        no_processes_left(data)
+    steps = [(t, d) for t, _, d in events if t.startswith("step_")]
+    # m1: the response began (step_started when the call opened), then the
+    # interrupt failed the step; m2: started, cut by the kill, never ended;
+    # m3: started and ended.
+    assert steps == [
+        ("step_started", {}),
+        ("step_failed", {"error": "Provider turn interrupted"}),
+        ("step_started", {}),
+        ("step_started", {}),
+        ("step_ended", {"finish": "stop"}),
+    ], events
+    m2 = next(i for i, (t, x, _) in enumerate(events) if t == "promoted" and x == "m2")
+    m3 = next(i for i, (t, x, _) in enumerate(events) if t == "admitted" and x == "m3")
+    assert [t for t, _, _ in events[m2 + 1 : m3]][:2] == [
+        "step_started",
+        "other:session.next.text.started",
+    ]
+    assert not {"step_ended", "step_failed"} & {t for t, _, _ in events[m2:m3]}
+    check_db_validates(data / "xdg" / "data" / "opencode" / "opencode.db", sessions=1)
+
+
 # A few library scenarios (send, steer, queue, retry, conflict, interrupt,
-# allowance) and two seeds with kills: a short conformance run, as CI runs it.
-CI_SCENARIOS = ["seed-send", "seed-steer", "seed-queue", "seed-retry", "idle-interrupt-noop"]
+# allowance, OpenCode's revert) and two seeds with kills: a short conformance
+# run, as CI runs it (steer-batch-101, 40 s here, runs in the full report).
+CI_SCENARIOS = [
+    "seed-send",
+    "seed-steer",
+    "seed-queue",
+    "seed-retry",
+    "idle-interrupt-noop",
+    "revert-keeps-boundary-g2",
+]
 
 
 def test_conformance_run_against_opencode(
@@ -280,11 +352,12 @@ def test_conformance_run_against_opencode(
     print(text, file=sys.__stderr__)
     verdicts = {(i.kind, i.item): i.verdict for i in report.items}
     # Nothing the target lacks is failed: it is "not testable", feature by feature.
-    for feature in ("compaction", "fork", "resume", "failpoints", "metadata", "revert"):
+    for feature in ("compaction", "fork", "resume", "failpoints", "metadata"):
         assert verdicts.get(("feature", feature)) == "not testable", text
     assert not [i for i in report.items if i.verdict == "protocol error"], text
     assert report.passed, text
     assert {verdicts[("scenario", n)] for n in CI_SCENARIOS} == {"held"}, text
+    assert ("feature", "revert") not in verdicts, text
     no_processes_left(work)
 
 

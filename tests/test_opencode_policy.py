@@ -1,8 +1,9 @@
 """What running against the released OpenCode needed from the harness, tested
 without OpenCode: the workload gated on a hello like OpenCode's (only
-``interrupt``, and the ``no_metadata`` restriction), the liveness phase's wake
-by exact retry when there is no ``resume``, the g2 policy's ``on_response``
-step events, and the conformance section of ``inboxsim report``."""
+``interrupt`` and ``revert``, and the ``no_metadata`` restriction), the
+liveness phase's wake by exact retry when there is no ``resume``, the g2
+policy's ``on_response`` step events, and the conformance section of
+``inboxsim report``."""
 
 from __future__ import annotations
 
@@ -20,9 +21,8 @@ from inboxsim.sim.run import RunOptions, run_seed
 from inboxsim.sim.target import ModelTarget
 from inboxsim.sim.trace import Observed
 
-OPENCODE_FEATURES = ["interrupt", "no_metadata"]
-NEEDS_A_FEATURE = ("synthetic", "compact", "fork", "revert_stage", "revert_clear")
-NEEDS_A_FEATURE += ("revert_commit", "resume", "crash")
+OPENCODE_FEATURES = ["interrupt", "revert", "no_metadata"]
+NEEDS_A_FEATURE = ("synthetic", "compact", "fork", "resume", "crash")
 
 
 class OpenCodeLike(ModelTarget):
@@ -52,13 +52,16 @@ def test_the_workload_sends_only_what_an_opencode_hello_allows() -> None:
 
     labels: set[str] = set()
     for seed in range(40):
-        result = run_seed(seed, PRESETS["g2"], RunOptions(ops=60, only_expected=True), target=factory)
+        result = run_seed(
+            seed, PRESETS["g2"], RunOptions(ops=60, only_expected=True), target=factory
+        )
         assert result.violations == (), (seed, result.violations)
         assert result.liveness == "settled", seed
         labels |= {s.decision for s in result.trace.steps}
     # What is left is still exercised: retries, conflicts (but not by metadata
     # or kind), interrupts, kills, and liveness wakes by exact retry.
     assert {"retry", "interrupt", "kill", "liveness.retry"} <= labels, labels
+    assert {"revert.stage", "revert.commit", "revert.clear"} <= labels, labels
     assert {"conflict.text", "conflict.session"} & labels
     assert not {"conflict.metadata", "conflict.kind", "liveness.resume"} & labels
     assert any(isinstance(op, Prompt) for t in made for op in t.sent)
@@ -119,7 +122,15 @@ def test_the_report_renders_the_latest_conformance_batch(tmp_path: Path) -> None
         Item("scenario", "seed-send", "held", seconds=2.0),
         Item("scenario", "forced-resume", "not testable", "resume: resume not in the target's"),
         Item("seed", "0", "held", "30 steps", seconds=10.0, steps=30),
-        Item("seed", "1", "diverged", "step 4: replies differ\nmodel: ok", "inboxsim x", seconds=5.0, steps=10),
+        Item(
+            "seed",
+            "1",
+            "diverged",
+            "step 4: replies differ\nmodel: ok",
+            "inboxsim x",
+            seconds=5.0,
+            steps=10,
+        ),
         Item("feature", "fork", "not testable", "fork not in the target's hello features"),
     ]
     store_results(db, report)

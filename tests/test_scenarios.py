@@ -33,9 +33,9 @@ def _text(body: str, header: str = 'name = "t"\nsource = "test"\n') -> str:
 # --- the library -----------------------------------------------------------------
 
 
-def test_library_has_25_to_45_uniquely_named_scenarios() -> None:
+def test_library_has_at_least_25_uniquely_named_scenarios() -> None:
     names = [_load(p).name for p in LIBRARY]
-    assert 25 <= len(names) <= 45
+    assert len(names) >= 25
     assert len(set(names)) == len(names)
     assert names == IDS, "each file is named after its scenario"
 
@@ -400,7 +400,10 @@ _REPO = Path(__file__).resolve().parent.parent
 def _cli_run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "inboxsim.cli", "run", *args],
-        capture_output=True, text=True, timeout=300, cwd=_REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=_REPO,
     )
 
 

@@ -275,3 +275,25 @@ def test_a_run_is_a_different_run_under_other_options_or_versions(db: str, resul
         s.con.execute("UPDATE runs SET version = '0.0.0' WHERE run_id = 6")
         s.con.execute("""UPDATE runs SET options = '{"ops":31}' WHERE run_id = 7""")
         assert s.con.execute("SELECT count(*) FROM distinct_runs").fetchone() == (8,)
+
+
+def test_a_file_duckdb_shortened_itself_is_whole(tmp_path: Path) -> None:
+    """A checkpoint that frees the last blocks shortens the file while the
+    header still counts them: small writes in turn do it. Such a file is
+    whole and every open takes it; a cut inside a block is still refused."""
+    path = tmp_path / "m.duckdb"
+    Store(path).close()
+    shortened = 0
+    for _ in range(4):
+        with Store(path) as s:
+            s.write_mutants([{"mutant": "m", "killed_by_kind": "none", "runs": 1}])
+        with duckdb.connect(str(path), read_only=True) as con:
+            _, _, block, blocks, *_ = con.execute("PRAGMA database_size").fetchone()
+        shortened += path.stat().st_size < 3 * 4096 + block * blocks
+        with open_store(path) as s:
+            assert s.con.execute("SELECT count(*) FROM mutants").fetchone()[0] >= 1
+    assert shortened  # the case arose
+    cut = tmp_path / "cut.duckdb"
+    cut.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(HarnessError, match=r"is truncated \(\d+ bytes where its header"):
+        open_store(cut)

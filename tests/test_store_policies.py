@@ -105,7 +105,7 @@ def test_migration_from_v2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     with duckdb.connect(v2, read_only=True) as con:
         assert con.execute("SELECT value FROM meta").fetchone() == ("2",)
     with Store(v2) as s:  # a writer migrates in place
-        assert s.schema_version() == SCHEMA_VERSION == 4
+        assert s.schema_version() == SCHEMA_VERSION == 5
         by_policy = dict(s.con.execute("SELECT DISTINCT policy, policy_hash FROM runs").fetchall())
         assert by_policy == {"g2": policy_record(PRESETS["g2"])[0], "mine": None}
         assert s.con.execute("SELECT name, preset FROM policies").fetchall() == [("g2", "g2")]

@@ -204,7 +204,11 @@ def test_a_good_opencode_db_holds_and_is_not_modified(tmp_path: Path) -> None:
             "promoted-once",
         ),
         # a gap in the seqs
-        ([e if e[1] != 5 else (*e[:1], 7, *e[2:]) for e in GOOD_EVENTS], GOOD_ROWS, "seq-contiguous"),
+        (
+            [e if e[1] != 5 else (*e[:1], 7, *e[2:]) for e in GOOD_EVENTS],
+            GOOD_ROWS,
+            "seq-contiguous",
+        ),
         # the projection says promoted, the log does not
         (GOOD_EVENTS, [GOOD_ROWS[0], ("msg_b", "ses_1", "queue", 5, 6)], "replay-matches-views"),
         # an admission without its row
@@ -225,7 +229,56 @@ def test_a_broken_opencode_db_is_reported_per_session(
     assert main(["validate", "--opencode-db", str(db)]) == 1
 
 
-def test_opencode_db_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+# a1 and b1 answered, q1 parked; a revert to a1 committed (1.18.33 keeps a1,
+# deletes b1's and q1's rows); q1 admitted again after it.
+REVERT_EVENTS = [
+    ("ses_1", 0, "session.created.1", None, None),
+    ("ses_1", 1, "session.next.prompt.admitted.1", "msg_a1", "steer"),
+    ("ses_1", 2, "session.next.prompted.1", "msg_a1", "steer"),
+    ("ses_1", 3, "session.next.step.started.1", None, None),
+    ("ses_1", 4, "session.next.step.ended.2", None, None),
+    ("ses_1", 5, "session.next.prompt.admitted.1", "msg_b1", "steer"),
+    ("ses_1", 6, "session.next.prompted.1", "msg_b1", "steer"),
+    ("ses_1", 7, "session.next.step.started.1", None, None),
+    ("ses_1", 8, "session.next.step.ended.2", None, None),
+    ("ses_1", 9, "session.next.prompt.admitted.1", "msg_q1", "queue"),
+    ("ses_1", 10, "session.next.revert.staged.1", None, None),
+    ("ses_1", 11, "session.next.revert.committed.1", "msg_a1", None),
+    ("ses_1", 12, "session.next.prompt.admitted.1", "msg_q1", "queue"),
+]
+REVERT_ROWS = [("msg_a1", "ses_1", "steer", 1, 2), ("msg_q1", "ses_1", "queue", 12, None)]
+
+
+def test_an_opencode_db_with_a_committed_revert(tmp_path: Path) -> None:
+    """The rows a commit deleted are not missing, and an ID it discarded may
+    be admitted again; a row the commit should have deleted is reported."""
+    from inboxsim.sim.opencode_db import validate_db
+
+    db = _opencode_db(tmp_path / "opencode.db", REVERT_EVENTS, REVERT_ROWS)
+    result = validate_db(db)
+    assert result.exit_code == 0, result.lines()
+    assert {"admission-fresh-id", "promoted-once", "admission-projects-row"} <= set(
+        result.sessions[0].exercised
+    )
+    kept_b1 = tmp_path / "kept.db"
+    _opencode_db(kept_b1, REVERT_EVENTS, [*REVERT_ROWS, ("msg_b1", "ses_1", "steer", 5, 6)])
+    found = validate_db(kept_b1).violations
+    assert [(v["invariant"], v["lines"]) for v in found] == [
+        ("admission-projects-row", [5]),
+        ("replay-matches-views", [6]),  # and its promoted_seq names no live promotion
+    ]
+    assert "a committed revert discarded it" in found[0]["message"]
+    # Under g4 the commit removes the boundary a1 too: its row should be gone.
+    g4 = validate_db(db, policy="g4").violations
+    assert [(v["invariant"], v["lines"]) for v in g4] == [
+        ("admission-projects-row", [1]),
+        ("replay-matches-views", [2]),
+    ]
+
+
+def test_opencode_db_errors_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import sqlite3
 
     corrupt = tmp_path / "corrupt.db"

@@ -35,6 +35,10 @@ what it observes; the short version:
   OpenCode timestamp is reported as the ``now`` of the last request that had
   started by then: exact, since requests are sequential and no progress
   happens between them.
+- **Answers**: whole, once the harness answers; with
+  ``INBOXSIM_OPENCODE_STREAM=midstream`` each answer begins at once (the
+  response head and a first text delta) and holds mid-stream until the harness
+  answers, so that an interrupt or a kill lands after the response began.
 - **Quiescence**: after each request that can start work, wait until every
   session is idle or blocked on a held model call (``/api/session/active``
   plus the open calls), seen twice in a row with no new event, up to
@@ -69,10 +73,10 @@ from fake_provider import TOOL_TARGET, Provider  # type: ignore[import-not-found
 VERSION = "1.18.33"
 PACKAGE = f"opencode-ai@{VERSION}"
 PROTOCOL = 1
-# See docs/opencode.md: no synthetic, compaction barrier, fork, revert (not
-# wired), resume route, crash op or failpoints in 1.18.33; and "no_metadata", a
-# restriction: the 1.18.33 prompt has no metadata field, so the harness sends none.
-FEATURES = ["interrupt", "no_metadata"]
+# See docs/opencode.md: no synthetic, compaction barrier, fork, resume route,
+# crash op or failpoints in 1.18.33; and "no_metadata", a restriction: the
+# 1.18.33 prompt has no metadata field, so the harness sends none.
+FEATURES = ["interrupt", "revert", "no_metadata"]
 PROVIDER_ID, MODEL_ID = "fake", "fake-model"
 EXIT_USAGE, EXIT_INSTALL, EXIT_NETNS, EXIT_START = 2, 4, 5, 6
 
@@ -92,6 +96,9 @@ EVENT_MAP = {
     "session.next.step.started": "step_started",
     "session.next.step.ended": "step_ended",
     "session.next.step.failed": "step_failed",
+    "session.next.revert.staged": "revert_staged",
+    "session.next.revert.cleared": "revert_cleared",
+    "session.next.revert.committed": "revert_committed",
 }
 
 
@@ -210,6 +217,13 @@ def enter_netns() -> str | None:
     if interfaces != ["lo"]:
         return f"the new namespace has interfaces {interfaces}, not just lo"
     return None
+
+
+def stream_mode() -> str:
+    mode = os.environ.get("INBOXSIM_OPENCODE_STREAM", "whole")
+    if mode not in ("whole", "midstream"):
+        raise Fatal(f"INBOXSIM_OPENCODE_STREAM={mode!r}: expected whole or midstream", EXIT_USAGE)
+    return mode
 
 
 def netns_mode() -> str:
@@ -543,10 +557,13 @@ class Adapter:
         self.netns = netns
         self.ids = Ids(data / "ids.json")
         self.clock = Clock(data / "clock.log")
-        self.provider = Provider(self._new_call_id, say)
+        self.provider = Provider(self._new_call_id, say, midstream=stream_mode() == "midstream")
         self.server = Server(binary, data, self.provider.port)
         self.settle_timeout = float(os.environ.get("INBOXSIM_OPENCODE_SETTLE_TIMEOUT", "8"))
         self.requests = 0
+        # A call's context, read once right after it opened: what the model was
+        # sent, whatever a later revert does to the messages it named.
+        self.contexts: dict[str, list[str]] = {}
 
     def _new_call_id(self) -> str:
         call = self.ids.fresh_call()
@@ -614,6 +631,8 @@ class Adapter:
             if not running and not waking and state == previous:
                 for oc in watch - active - held:
                     self.provider.reset_steps(oc)
+                for call in self.provider.snapshot():
+                    self._call_entry(call)  # fix its context now
                 return
             previous = state if not running and not waking else None
             if time.monotonic() > deadline:
@@ -638,6 +657,8 @@ class Adapter:
         tag = body.get("_tag") if isinstance(body, dict) else None
         message = body.get("message") if isinstance(body, dict) else str(body)
         text = f"{what}: OpenCode answered {status} {tag or ''}: {message}"
+        if status == 404 and tag == "MessageNotFoundError":
+            return Refused("message_not_found", text)
         if status == 404:
             return Refused("session_not_found", text)
         if status == 409:
@@ -754,20 +775,25 @@ class Adapter:
         return {"interrupted": busy}
 
     def op_calls(self, req: dict[str, Any]) -> dict[str, Any]:
-        return {"calls": [self._call_entry(c) for c in self.provider.snapshot()]}
+        held = self.provider.snapshot()
+        self.contexts = {c.call: self.contexts[c.call] for c in held if c.call in self.contexts}
+        return {"calls": [self._call_entry(c) for c in held]}
 
     def _call_entry(self, held: Any) -> dict[str, Any]:
-        transcript = self._user_messages(held.oc_session)
-        context, i = [], 0
-        for text in held.user_texts:
-            j = i
-            while j < len(transcript) and transcript[j][1] != text:
-                j += 1
-            if j < len(transcript):
-                context.append(transcript[j][0])
-                i = j + 1
-            else:
-                context.append(f"unmapped:{text}")
+        context = self.contexts.get(held.call)
+        if context is None:
+            transcript = self._user_messages(held.oc_session)
+            context, i = [], 0
+            for text in held.user_texts:
+                j = i
+                while j < len(transcript) and transcript[j][1] != text:
+                    j += 1
+                if j < len(transcript):
+                    context.append(transcript[j][0])
+                    i = j + 1
+                else:
+                    context.append(f"unmapped:{text}")
+            self.contexts[held.call] = context
         return {
             "call": held.call,
             "session": self.ids.session_of.get(held.oc_session, held.oc_session),
@@ -797,6 +823,37 @@ class Adapter:
             finish = "stop"  # protocol: on the final step, tool counts as stop
         self.provider.answer(call, finish)
         self.settle({held.oc_session})
+        return {}
+
+    def op_revert_stage(self, req: dict[str, Any]) -> dict[str, Any]:
+        harness = _str(req, "session")
+        oc = self.oc_session(harness)
+        message = _str(req, "message")
+        known = self.ids.inputs.get(message)
+        if known is None or known["session"] != harness:
+            raise Refused("message_not_found", f"no message {message!r} in session {harness!r}")
+        status, answer = self.http.call(
+            "POST", f"/api/session/{oc}/revert/stage", {"messageID": known["oc"]}
+        )
+        if status != 200:
+            raise self.http_error(status, answer, "POST revert/stage")
+        self.settle({oc})
+        return {}
+
+    def op_revert_clear(self, req: dict[str, Any]) -> dict[str, Any]:
+        return self._revert("clear", _str(req, "session"))
+
+    def op_revert_commit(self, req: dict[str, Any]) -> dict[str, Any]:
+        return self._revert("commit", _str(req, "session"))
+
+    def _revert(self, action: str, harness: str) -> dict[str, Any]:
+        """``clear`` or ``commit``: 204, and nothing at all when nothing is
+        staged (1.18.33 returns early), as the protocol asks."""
+        oc = self.oc_session(harness)
+        status, answer = self.http.call("POST", f"/api/session/{oc}/revert/{action}")
+        if status not in (200, 204):
+            raise self.http_error(status, answer, f"POST revert/{action}")
+        self.settle({oc})
         return {}
 
     def op_log(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -849,7 +906,7 @@ class Adapter:
             "time": self.clock.now_of(data.get("timestamp")),
         }
         msg = data.get("messageID")
-        if msg is not None:
+        if msg is not None and kind in ("admitted", "promoted"):
             out["input"] = self.ids.input_of.get(msg, msg)
         # Only deterministic fields: no OpenCode IDs, clocks, costs or tokens.
         if kind == "admitted":
@@ -870,6 +927,11 @@ class Adapter:
             out["data"] = {"finish": data.get("finish")}
         elif kind == "step_failed":
             out["data"] = {"error": _error_text(data)}
+        elif kind == "revert_staged":
+            staged = (data.get("revert") or {}).get("messageID")
+            out["data"] = {"message": self.ids.input_of.get(staged, staged)}
+        elif kind == "revert_committed":
+            out["data"] = {"to": self.ids.input_of.get(msg, msg)}
         elif native == "session.next.text.ended":
             out["data"] = {"text": data.get("text")}
         elif native in ("session.next.tool.called", "session.next.tool.success"):

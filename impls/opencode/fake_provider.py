@@ -9,9 +9,10 @@ network namespace as the OpenCode server), one thread per connection
 - A request becomes a :class:`HeldCall`: the OpenCode session it belongs to
   (OpenCode sends it in the ``x-session-id`` header), the texts of the user
   messages it carries, in order, and the step it is within the current run of
-  steps (1 when the request carries more user messages than the session's
-  previous request did, that is after a boundary promoted input; else the
-  previous step + 1).
+  steps (1 when the request carries a user message the session's previous
+  request did not, that is after a boundary promoted input; else the previous
+  step + 1; counted as a multiset, so a revert that removed messages between
+  two requests is no promotion).
 - The handler thread waits until the adapter settles the call, and then
   answers: ``stop`` streams one short text and ``finish_reason: "stop"``;
   ``tool`` streams one harmless ``glob`` tool call (for a file the adapter
@@ -21,6 +22,11 @@ network namespace as the OpenCode server), one thread per connection
 - While it waits, the handler watches its socket: when OpenCode gives up on
   the request (an interrupt aborts the fetch), the call is dropped from the
   open set at once.
+- ``midstream=True`` (the adapter's ``INBOXSIM_OPENCODE_STREAM=midstream``):
+  the answer begins at once, before the harness answers (the response head, a
+  role frame and a first text delta), and the rest waits for the answer; so an
+  interrupt or a kill lands after the model's response began. ``error`` is
+  then an error frame inside the stream (the status is already 200).
 """
 
 from __future__ import annotations
@@ -30,14 +36,21 @@ import select
 import socket
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 STOP_TEXT = "ok"
+PARTIAL_TEXT = "partial "  # what a midstream answer has sent while it is held
 TOOL_TARGET = "inboxsim-tool-target.txt"  # the adapter puts it in the project folder
 TOOL_PATTERN = TOOL_TARGET
+ERROR = {
+    "message": "inboxsim: the harness failed this model call",
+    "type": "invalid_request_error",
+    "code": "inboxsim_error",
+}
 
 
 @dataclass
@@ -66,13 +79,17 @@ def _text_of(content: Any) -> str:
 class Provider:
     """Held model calls and the HTTP server that produces them."""
 
-    def __init__(self, new_call_id: Callable[[], str], log: Callable[[str], None]) -> None:
+    def __init__(
+        self, new_call_id: Callable[[], str], log: Callable[[str], None], midstream: bool = False
+    ) -> None:
         self._new_call_id = new_call_id
         self._log = log
+        self.midstream = midstream
         self.lock = threading.Condition()
         self.open: dict[str, HeldCall] = {}  # call id -> call, while unanswered
         self._opened = 0
-        self._tracker: dict[str, tuple[int, int]] = {}  # session -> (user count, step)
+        # session -> (the user texts of its previous request, its step)
+        self._tracker: dict[str, tuple[Counter[str], int]] = {}
         self.requests = 0  # every model request seen (for the figures)
         self.stray: list[str] = []  # requests that were not chat completions
         self._closing = False
@@ -101,12 +118,16 @@ class Provider:
                     self._plain(400, b"bad json")
                     return
                 held = provider._register(self.headers.get("x-session-id") or "", body)
+                frame = self._start_stream(held, body) if provider.midstream else None
                 provider._wait(held, self.connection)
                 if held.gone:
                     self.close_connection = True
                     return
                 try:
-                    self._answer(held, body)
+                    if frame is None:
+                        self._answer(held, body)
+                    else:
+                        self._finish_stream(held, frame)
                 except OSError:
                     pass
                 self.close_connection = True
@@ -122,15 +143,7 @@ class Provider:
 
             def _answer(self, held: HeldCall, body: dict[str, Any]) -> None:
                 if held.finish == "error":
-                    data = json.dumps(
-                        {
-                            "error": {
-                                "message": "inboxsim: the harness failed this model call",
-                                "type": "invalid_request_error",
-                                "code": "inboxsim_error",
-                            }
-                        }
-                    ).encode()
+                    data = json.dumps({"error": ERROR}).encode()
                     self.send_response(400)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(data)))
@@ -138,6 +151,13 @@ class Provider:
                     self.end_headers()
                     self.wfile.write(data)
                     return
+                self._finish_stream(held, self._start_stream(held, body, partial=False))
+
+            def _start_stream(
+                self, held: HeldCall, body: dict[str, Any], partial: bool = True
+            ) -> Callable[..., None]:
+                """Send the response head and the role frame (and, midstream,
+                a first text delta); return the frame writer."""
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("cache-control", "no-cache")
@@ -150,11 +170,20 @@ class Provider:
                     "model": body.get("model", "fake-model"),
                 }
 
-                def frame(choice: dict[str, Any], **extra: Any) -> None:
-                    doc = {**base, "choices": [{"index": 0, **choice}], **extra}
-                    self.wfile.write(b"data: " + json.dumps(doc).encode() + b"\n\n")
+                def frame(choice: dict[str, Any] | None, **extra: Any) -> None:
+                    doc = {**base, "choices": [{"index": 0, **choice}]} if choice else {}
+                    self.wfile.write(b"data: " + json.dumps({**doc, **extra}).encode() + b"\n\n")
+                    self.wfile.flush()
 
                 frame({"delta": {"role": "assistant", "content": ""}, "finish_reason": None})
+                if partial:
+                    frame({"delta": {"content": PARTIAL_TEXT}, "finish_reason": None})
+                return frame
+
+            def _finish_stream(self, held: HeldCall, frame: Callable[..., None]) -> None:
+                if held.finish == "error":  # the status is sent: an error frame
+                    frame(None, error=ERROR)
+                    return
                 if held.finish == "tool":
                     args = json.dumps({"pattern": TOOL_PATTERN})
                     call = {
@@ -205,11 +234,12 @@ class Provider:
             for m in messages
             if isinstance(m, dict) and m.get("role") == "user"
         ]
+        seen = Counter(users)
         with self.lock:
             self.requests += 1
-            count, step = self._tracker.get(oc_session, (-1, 0))
-            step = 1 if len(users) > count else step + 1
-            self._tracker[oc_session] = (len(users), step)
+            previous = self._tracker.get(oc_session)
+            step = 1 if previous is None or seen - previous[0] else previous[1] + 1
+            self._tracker[oc_session] = (seen, step)
             self._opened += 1
             held = HeldCall(self._new_call_id(), oc_session, users, roles, step, self._opened)
             if self._closing:
