@@ -264,7 +264,7 @@ _MODEL_SLOTS = {
     "Message": ("id", "type", "seq", "time", "data", "copied_from", "receipt"),
     "Call": ("call", "session", "kind", "step", "final", "context", "opened"),
     "Run": ("call", "phase", "forced", "step", "cont", "doorbell"),
-    "Owner": ("session", "type", "copied"),
+    "Owner": ("session", "type", "copied", "freed"),
 }
 """The model's classes the segment writer knows, with their fields (checked
 by ``tests/test_canon.py`` against the classes)."""
@@ -286,7 +286,11 @@ def _model_half(state: State, log: SessionLog, owned: list[tuple[str, Any]]) -> 
     seg.seq(log.fork_seq)
     seg.seq(log.next_seq)
     prefix = log.id + ".i"
-    out.append(sum(1 for x, _ in owned if x.startswith(prefix)))  # pool IDs ever admitted
+    # The session's pool IDs the index holds, whoever owns them now (a freed
+    # ID may be owned by another session since): the next fresh one is the
+    # lowest the index lacks. Such an entry changes only with this log or
+    # with an owned entry (``deps``), so the cached half stays true.
+    out.append(sum(1 for x in seg.owners if x.startswith(prefix)))
     seg.run(state.runs.get(log.id))
     # Whom every ID belongs to, for good: the model judges a reuse of an ID
     # whose lifecycle ended by it, and no fold shows such an ID.
@@ -294,7 +298,7 @@ def _model_half(state: State, log: SessionLog, owned: list[tuple[str, Any]]) -> 
     out.append(len(ordered))
     for x, o in ordered:
         seg.ident(x)
-        out.extend((o.type, o.copied))
+        out.extend((o.type, o.copied, o.freed))
     seg.deps = [*owned, *((x, seg.owners.get(x)) for x in seg.foreign)]
     return seg
 
@@ -338,7 +342,7 @@ _LIFE_SLOTS = (
     "delivery",
     "acked_step",
 )
-_TRACKER_OWNER_SLOTS = ("session", "type", "copied", "step")
+_TRACKER_OWNER_SLOTS = ("session", "type", "copied", "step", "freed")
 _TRACKER_ATTRS = frozenset(
     {
         "policy",
@@ -493,7 +497,7 @@ def _life(seg: _Segment, life: Any) -> None:
 
 def _tracker_owner(seg: _Segment, o: Any) -> None:
     seg.session(o.session)
-    seg.out.extend((o.type, o.copied))
+    seg.out.extend((o.type, o.copied, o.freed))
     seg.step(o.step)
 
 
