@@ -17,8 +17,16 @@ exhaustive. ``--model-states`` counts distinct folds without any check.
 The checkers are the real ones when ``inboxsim.invariants`` exports
 ``Monitor``; otherwise a no-op monitor, and the output says so.
 
+``--base REF`` runs the same search in this checkout and in the release
+REF names, built in its own virtual environment (``benchmarks/baseline.py``),
+one after the other in one run, and prints keys, judged and slept
+transitions, search, wall and CPU time with the load, and the ratios.
+``--no-reduce`` turns the sleep sets off (the same keys, every transition
+judged).
+
     python benchmarks/bench_explore.py [--sessions 2] [--depth 6] [--pool 2] [--alphabet LIST]
-        [--merge sound|log|fold] [--jobs N] [--model-states]
+        [--merge sound|log|fold] [--jobs N] [--model-states] [--no-reduce]
+        [--base REF [--base-keep DIR]]
 """
 
 from __future__ import annotations

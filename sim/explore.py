@@ -51,7 +51,7 @@ Theory of operation (after TLC's breadth-first search with a fingerprint set,
   covered. Every transition is judged, also those that lead to a known key
   (a step can be wrong even when the state it leads to is fine).
 
-- **The merge key** (``sim/canon.py``, :func:`~inboxsim.sim.canon.merge_key`)
+- **The merge key** (``sim/canon.py``, :func:`~inboxsim.sim.canon.compute`)
   is what the model and the invariant monitor will read in the future, and
   nothing else of the path: each session's fold (pending rows, transcript,
   staged revert, next seq) and run, and the monitor's shadows, lifecycles,
@@ -71,13 +71,36 @@ Theory of operation (after TLC's breadth-first search with a fingerprint set,
   ``benchmarks/bench_explore.py`` runs them, and says they are not
   exhaustive.
 
+- **Sleep sets** (partial-order reduction, ``reduce``; docs/explorer.md
+  states the argument). Two actions are *independent* (:func:`independent`)
+  when both are requests on different sessions that neither crash the
+  process (no failpoint; the kill is no session's) nor reuse an ended ID
+  (the one family that reads another session's entries of the shared ID
+  index); the search uses that only at a state where both were judged
+  clean and neither changed the monitor's global :func:`facts`. Such a
+  pair commutes modulo the merge key: either order reaches one key, each
+  action as clean after the other (``tests/test_explore_reduction.py``).
+  When a node is expanded, each clean eligible action judged before a
+  sibling's (and each one asleep at the node) goes to sleep in the
+  sibling's child if it is on another session: the child does not judge
+  it, since the sibling judged the other order. A key reached by several
+  paths of one level keeps the intersection of their sleep sets; a tied
+  key (two sessions with equal segments) keeps none. Sleep sets remove
+  transitions, never keys: the same keys level by level, the same
+  shortest violations.
+
+- **Frontier.** A level's nodes are kept as (parent, label): a chunk rebuilds
+  its nodes' states and monitors by replaying labels from the state after
+  the prefix (consecutive nodes share all but their last labels), so the
+  frontier is bytes per node where states and monitors were kilobytes.
+
 - **Judging.** The invariant monitor is mutable and history-dependent: each
-  expanded node keeps its own monitor, and every transition is fed to a copy
-  of it. The first violation found is on a shortest path (BFS), and it is
-  reported with the full trace from ``hello``. Each new distinct key also
-  gets the end-of-run safety checks (``finish(liveness=False)``), since
-  every path prefix is a run of its own; liveness is not judged here (a
-  bounded prefix need not settle).
+  node's monitor is copied (``Monitor.clone``) for every transition. The
+  first violation found is on a shortest path (BFS), and it is reported
+  with the full trace from ``hello``. Each new distinct key also gets the
+  end-of-run safety checks (``finish(liveness=False)``), since every path
+  prefix is a run of its own; liveness is not judged here (a bounded
+  prefix need not settle).
 """
 
 from __future__ import annotations
