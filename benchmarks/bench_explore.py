@@ -17,19 +17,31 @@ exhaustive. ``--model-states`` counts distinct folds without any check.
 The checkers are the real ones when ``inboxsim.invariants`` exports
 ``Monitor``; otherwise a no-op monitor, and the output says so.
 
+``--base REF`` runs the same search in this checkout and in the release
+REF names, built in its own virtual environment (``benchmarks/baseline.py``),
+one after the other in one run, and prints keys, judged and slept
+transitions, search, wall and CPU time with the load, and the ratios.
+``--no-reduce`` turns the sleep sets off (the same keys, every transition
+judged).
+
     python benchmarks/bench_explore.py [--sessions 2] [--depth 6] [--pool 2] [--alphabet LIST]
-        [--merge sound|log|fold] [--jobs N] [--model-states]
+        [--merge sound|log|fold] [--jobs N] [--model-states] [--no-reduce]
+        [--base REF [--base-keep DIR]]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
 
 from inboxsim.model import PRESETS, Policy
 from inboxsim.search import explore as ex
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import baseline  # noqa: E402  (benchmarks/ is scripts, not a package)
 
 BENCH_ALPHABET = "prompt_steer,prompt_queue,retry,answer_stop,answer_tool,answer_error,resume,kill"
 
@@ -61,10 +73,9 @@ def main() -> int:
     parser.add_argument("--alphabet", default=BENCH_ALPHABET)
     parser.add_argument("--no-checks", action="store_true", help="measure the search alone")
     parser.add_argument(
-        "--compare-clone",
+        "--no-reduce",
         action="store_true",
-        help="also run with a deepcopy per child monitor (the alternative to pickle once, "
-        "loads per child) and print the time ratio",
+        help="judge every transition (no sleep sets): the unreduced search, same keys",
     )
     parser.add_argument(
         "--model-states",
@@ -86,9 +97,12 @@ def main() -> int:
         "--jobs", type=int, default=1, help="worker processes judging each level (explore --jobs)"
     )
     parser.add_argument("--pool", type=int, default=ex.POOL, help="fresh input IDs per session")
+    baseline.add_arguments(parser)
     args = parser.parse_args()
     if args.model_states:
         return _model_states(args)
+    if args.base:
+        return _side_by_side(args)
     monitor, checks = (_NoChecks, "none (--no-checks)") if args.no_checks else _monitor()
     policy = PRESETS[args.policy]
 
@@ -110,6 +124,7 @@ def main() -> int:
         merge=args.merge,
         jobs=args.jobs,
         pool=args.pool,
+        reduce=not args.no_reduce,
     )
     print(
         f"policy {policy.name}, {args.sessions} sessions, depth {args.depth}, "
@@ -129,26 +144,72 @@ def main() -> int:
     print(f"seconds           {result.seconds:.1f}")
     print(f"states/s          {result.states_per_second:,.0f}")
     print(f"transitions/s     {result.transitions / result.seconds:,.0f}")
+    print(f"slept             {result.slept} (transitions a sleep set held aside)")
     print(f"violations        {len(result.violations)}")
-    if args.compare_clone:
-        ex._Frozen.by_pickle = False
-        try:
-            other = ex.explore(
-                policy,
-                monitor,
-                args.sessions,
-                args.depth,
-                ex.DEFAULT_STEP_LIMIT,
-                ex.parse_alphabet(args.alphabet),
-            )
-        finally:
-            ex._Frozen.by_pickle = True
-        assert other.states == result.states and other.transitions == result.transitions
-        print(
-            f"deepcopy per child: {other.seconds:.1f} s; pickle/deepcopy time ratio "
-            f"{result.seconds / other.seconds:.2f}"
-        )
     return 1 if result.violations else 0
+
+
+# The measuring script both sides run (each under its own interpreter): the
+# same call, through the API both releases share; its last line is JSON.
+SCRIPT = """
+import json, sys
+from inboxsim.invariants import Monitor
+from inboxsim.model import PRESETS
+from inboxsim.sim import explore as ex
+
+a = json.loads(sys.argv[1])
+def progress(level, states, transitions):
+    print(f"  depth {level}: {states} states, {transitions} transitions", file=sys.stderr,
+          flush=True)
+r = ex.explore(PRESETS[a["policy"]], Monitor, a["sessions"], a["depth"], ex.DEFAULT_STEP_LIMIT,
+               ex.parse_alphabet(a["alphabet"]), progress, jobs=a["jobs"], pool=a["pool"])
+print(json.dumps({"states": r.states, "transitions": r.transitions, "seconds": r.seconds,
+                  "per_depth": list(r.per_depth), "violations": len(r.violations),
+                  "complete": r.complete, "slept": getattr(r, "slept", 0)}))
+"""
+
+
+def _side_by_side(args: argparse.Namespace) -> int:
+    """This checkout and the release ``--base`` names, one search each, the
+    same bound, sound merge and every invariant. This checkout first: its
+    interpreter has read every module before the release's long run starts."""
+    bound = {
+        "policy": args.policy,
+        "sessions": args.sessions,
+        "depth": args.depth,
+        "alphabet": args.alphabet,
+        "jobs": args.jobs,
+        "pool": args.pool,
+    }
+    print(f"bound: {bound}; machine load before: {os.getloadavg()[0]:.1f}", flush=True)
+    with baseline.sides(args) as (new, old):
+        measured = {}
+        for side in (new, old):
+            print(f"{side.label} (inboxsim {side.version}) ...", file=sys.stderr, flush=True)
+            m = measured[side.label] = side.run(SCRIPT, bound)
+            r = m.result
+            print(
+                f"{side.label:<32} inboxsim {side.version:<8} keys {r['states']:>9,} "
+                f"judged {r['transitions']:>10,} slept {r['slept']:>10,} "
+                f"search {r['seconds']:8.1f} s  wall {m.wall:8.1f} s  CPU {m.cpu:8.1f} s  "
+                f"{m.load_text()}",
+                flush=True,
+            )
+        n, o = measured[new.label], measured[old.label]
+    if n.result["violations"] != o.result["violations"]:
+        print("the two sides disagree on the violations: not comparable")
+        return 2
+    if n.result["states"] != o.result["states"]:
+        # The keys differ where one release's key is coarser (merges more
+        # paths with the same futures): both are exhaustive for the bound.
+        print(f"distinct keys differ ({n.result['states']:,} vs {o.result['states']:,}): the keys")
+        print("are not the same function; each side's search is exhaustive for the bound")
+    print(
+        f"search time {baseline.ratio(n.result['seconds'], o.result['seconds'])}; "
+        f"CPU {baseline.ratio(n.cpu, o.cpu)}; judged transitions "
+        f"{o.result['transitions'] / max(n.result['transitions'], 1):.2f}x fewer"
+    )
+    return 0
 
 
 def _model_states(args: argparse.Namespace) -> int:

@@ -87,6 +87,12 @@ class Env:
         if invariant in self.enabled:
             self.exercised.add(invariant)
 
+    def clone(self, tracker: Tracker) -> Env:
+        """A copy over ``tracker`` (the copy's), between steps (nothing found)."""
+        env = Env(self.policy, tracker, self.enabled)
+        env.exercised = self.exercised.copy()
+        return env
+
 
 class Checker:
     """Base of the checkers. Subclasses list the invariant ``ids`` they
@@ -122,6 +128,22 @@ class Checker:
 
     def finish(self, liveness: bool) -> None:
         """At the end of the run."""
+
+    def clone(self, env: Env) -> Checker:
+        """A copy that judges on independently, over ``env`` (the copy's),
+        taken between steps. Memory is copied one level deep: a checker keeps
+        containers of values that are never changed in place (rows, events,
+        IDs, step indexes); one whose memory nests deeper overrides this.
+        ``tests/test_canon.py`` feeds copies and checks that the original
+        does not change."""
+        new = object.__new__(type(self))
+        memory = new.__dict__
+        for name, value in self.__dict__.items():
+            kind = type(value)
+            memory[name] = value.copy() if kind is dict or kind is list or kind is set else value
+        memory["env"] = env
+        memory["t"] = env.tracker
+        return new
 
 
 CheckerFactory = Callable[[Env], Checker]

@@ -88,16 +88,26 @@ Hook = Callable[[StepCtx], None]
 EventHook = Callable[[StepCtx, Event, SessionShadow], None]
 
 
-_OVERRIDES: dict[tuple[type, str], bool] = {}
+_PLANS: dict[tuple[tuple[type, ...], str, Any], tuple[int, ...]] = {}
 
 
-def _overrides(checker: Checker, name: str) -> bool:
-    """Does the checker's class define this hook (else it is never called)?"""
-    key = (type(checker), name)
-    found = _OVERRIDES.get(key)
-    if found is None:
-        found = _OVERRIDES[key] = getattr(type(checker), name) is not getattr(Checker, name)
-    return found
+def _plan(kinds: tuple[type, ...], name: str, kind: Any) -> tuple[int, ...]:
+    """Which checkers (by position) a hook table calls for one request type
+    (``begin``, ``end``) or event type (``event``): those whose class
+    defines the hook and cares about that type. The same for every monitor
+    with these checker classes, so computed once."""
+    key = (kinds, name, kind)
+    plan = _PLANS.get(key)
+    if plan is None:
+        chosen = []
+        for i, cls in enumerate(kinds):
+            if getattr(cls, name) is getattr(Checker, name):
+                continue  # the base's no-op: never called
+            cares = cls.events if name == "event" else cls.ops
+            if cares is None or (kind is not None and kind in cares):
+                chosen.append(i)
+        plan = _PLANS[key] = tuple(chosen)
+    return plan
 
 
 class Monitor:
@@ -131,6 +141,7 @@ class Monitor:
         self.exercised: set[str] = self._env.exercised
         """Ids of the invariants that reached a step where they could have failed."""
         self.checkers = [cls(self._env) for cls in CHECKERS if enabled.intersection(cls.ids)]
+        self._kinds = tuple(type(c) for c in self.checkers)
         self._begin: dict[type | None, list[Hook]] = {}
         self._end: dict[type | None, list[Hook]] = {}
         self._events: dict[str, list[EventHook]] = {}
@@ -149,26 +160,48 @@ class Monitor:
                 setattr(clone, name, copy.deepcopy(value, memo))
         return clone
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the dispatch tables (caches of bound methods)."""
+        state = self.__dict__.copy()
+        state["_begin"], state["_end"], state["_events"] = {}, {}, {}
+        return state
+
+    def clone(self) -> Monitor:
+        """A copy that judges on independently, taken between steps: the
+        tracker's and each checker's ``clone``; the dispatch tables are
+        rebuilt as steps need them. What the explorer copies per transition
+        (several times cheaper than ``pickle`` or ``deepcopy``)."""
+        if self._finished is not None:
+            raise RuntimeError("the monitor has finished; start a new one")
+        clone = Monitor.__new__(Monitor)
+        clone.policy = self.policy
+        clone.enabled = self.enabled
+        clone.tracker = self.tracker.clone()
+        clone._env = env = self._env.clone(clone.tracker)
+        clone.exercised = env.exercised
+        clone.checkers = [c.clone(env) for c in self.checkers]
+        clone._kinds = self._kinds
+        clone._begin, clone._end, clone._events = {}, {}, {}
+        clone._finished = None
+        return clone
+
     def _hooks(
         self, table: dict[type | None, list[Hook]], name: str, op_type: type | None
     ) -> list[Hook]:
         hooks = table.get(op_type)
         if hooks is None:
+            checkers = self.checkers
             hooks = table[op_type] = [
-                getattr(c, name)
-                for c in self.checkers
-                if _overrides(c, name)
-                and (c.ops is None or (op_type is not None and op_type in c.ops))
+                getattr(checkers[i], name) for i in _plan(self._kinds, name, op_type)
             ]
         return hooks
 
     def _event_hooks(self, kind: str) -> list[EventHook]:
         hooks = self._events.get(kind)
         if hooks is None:
+            checkers = self.checkers
             hooks = self._events[kind] = [
-                c.event
-                for c in self.checkers
-                if _overrides(c, "event") and (c.events is None or kind in c.events)
+                checkers[i].event for i in _plan(self._kinds, "event", kind)
             ]
         return hooks
 

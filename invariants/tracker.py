@@ -97,6 +97,20 @@ class Life:
     delivery: str | None = None  # the delivery it asked for, after the policy's rule
     acked_step: int | None = None
 
+    def copy(self) -> Life:
+        return Life(
+            self.row,
+            self.state,
+            self.promotions,
+            self.promoted_step,
+            self.ended_step,
+            self.receipt,
+            self.receipt_step,
+            self.payload,
+            self.delivery,
+            self.acked_step,
+        )
+
 
 @dataclass(slots=True)
 class Owner:
@@ -162,6 +176,33 @@ class SessionShadow:
         self.last_step: int | None = None
         self.doorbell: int | None = None
         self.bg: dict[str, tuple[Row, int]] = {}  # background steers: row and the step admitting it
+
+    def copy(self) -> SessionShadow:
+        """A copy that changes independently: the dicts are copied, their
+        rows and messages shared (a row or message never changes once made)."""
+        sh = SessionShadow.__new__(SessionShadow)
+        sh.id = self.id
+        sh.created_step = self.created_step
+        sh.n_events = self.n_events
+        sh.last_seq = self.last_seq
+        sh.last_event_step = self.last_event_step
+        sh.first_forked = self.first_forked
+        sh.fork_seq = self.fork_seq
+        sh.fork_floor = self.fork_floor
+        sh.pending = self.pending.copy()
+        sh.barrier = self.barrier
+        sh.visible = self.visible.copy()
+        sh.staged = self.staged
+        sh.staged_step = self.staged_step
+        sh.view_pending = self.view_pending
+        sh.view_transcript = self.view_transcript
+        sh.exec_open = self.exec_open
+        sh.exec_step = self.exec_step
+        sh.cont = self.cont
+        sh.last_step = self.last_step
+        sh.doorbell = self.doorbell
+        sh.bg = self.bg.copy()
+        return sh
 
 
 class StepCtx:
@@ -275,6 +316,24 @@ class Tracker:
         self.emits_steps = False
         self.last_crash = -1
         self.last_index = -1
+
+    def clone(self) -> Tracker:
+        """A copy that changes independently (the explorer judges each child
+        of a search node on its own copy): the containers are copied, and
+        what they hold is shared where it never changes once made (rows,
+        messages, owners, calls, views) and copied where it does (shadows,
+        lifecycles). Several times cheaper than a ``pickle`` round trip."""
+        t = Tracker.__new__(Tracker)
+        t.__dict__.update(self.__dict__)
+        t.features = self.features.copy()
+        t.sessions = {sid: sh.copy() for sid, sh in self.sessions.items()}
+        t.owners = self.owners.copy()
+        t.namespace = self.namespace.copy()
+        t.lives = {x: life.copy() for x, life in self.lives.items()}
+        t.open = self.open.copy()
+        t.calls_by_id = self.calls_by_id.copy()
+        t.open_count = self.open_count.copy()
+        return t
 
     # --- requests, as the protocol defines them -------------------------
 

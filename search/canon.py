@@ -4,50 +4,67 @@ will read in the future, and nothing else of the path that led there.
 Theory of operation. Two search paths may be merged (only one of them
 expanded) when every continuation gets the same verdicts on both. The
 model's future reads the fold of each session's log (pending rows,
-transcript, staged revert, the next seq) and the volatile runs; the
-monitor's future reads the tracker's shadows and lifecycles (the receipts
-the client was given, what was promoted and acknowledged) and each
-checker's own memory. :func:`merge_key` serializes both into one flat
-tuple under one renaming, keeping only what a future comparison can tell
-apart:
+transcript, staged revert, the next seq), the volatile runs and the ID
+index; the monitor's future reads the tracker's shadows and lifecycles (the
+receipts the client was given, what was promoted and acknowledged) and each
+checker's own memory. The key writes all of it under one renaming, keeping
+only what a future comparison can tell apart:
 
+- **Sessions, one segment each.** Everything about one session, in the
+  model and in the monitor, is written into that session's *segment*: its
+  fold, next seq, pool IDs used and run; every ID it owns in the model's
+  index (an ID whose lifecycle ended is in no fold, and its owner decides
+  how a reuse is judged); its shadow, and the tracker's and the checkers'
+  entries for its IDs, calls and itself. A segment names nothing of other
+  sessions: an ID another session owns is written as a reference that the
+  global part resolves. Segments are sorted by their digest, which is the
+  session symmetry (worlds that differ only by session names get one key),
+  and the model's half of a segment is cached by the identity of the
+  session's log and run: siblings in the search share every session but
+  one.
 - **IDs** (pool, generated ``in-``/``cmp-``/``copy-`` and ``call-`` IDs) are
-  renamed by first appearance; checkers and the model compare IDs for
-  equality only. **Sessions** are ordered by their model folds (symmetry);
-  sessions whose folds tie are tried in every order and the least key is
-  taken, so worlds that differ only by session names get one key.
+  named by first appearance within their owner's segment (an ID that only
+  the index holds, by its number); checkers and the model compare IDs for
+  equality only. An ID no session owns (a call's) is named where it
+  appears, and the global part records any such ID that two segments name.
 - **Times** are replaced by their dense rank among the times of the same
-  session, in the model and the monitor together: checkers compare times
+  segment, in the model and the monitor together: checkers compare times
   (``<``, ``==``) within a session and never do arithmetic on them, and
   every later request carries a larger ``now``. Ranking per session is what
   collapses interleavings of two sessions' operations.
-- **Seqs** likewise, with the model's next seq ranked among them; the one
-  seq arithmetic (seq-contiguous: the next event's seq is the previous plus
-  one) is kept exactly as each session's gap between its next seq and the
-  tracker's last seen seq.
+- **Seqs** likewise; the one seq arithmetic (seq-contiguous: the next
+  event's seq is the previous plus one) is kept exactly as each session's
+  gap between its next seq and the tracker's last seen seq.
+- **Calls' opening order** is ranked within the segment: a session's own
+  calls (its open one, the one a continuation answered) keep their order.
+  The order between two sessions' calls is left out: the model reads it
+  only to list open calls oldest first, and no checker's verdict depends on
+  the order of that list (``tracker.open`` is keyed by session; a message
+  may name the first call listed, a verdict never does).
 - **Trace step indexes** are evidence in violation messages, and are
   otherwise only compared with the current step's index, which is larger
   than any of them: the ones whose presence a checker tests (an
   acknowledgement, a rung doorbell, an open execution) are kept as "some
-  earlier step", with ``None`` and the ``-1`` sentinel as they are; the
-  evidence-only ones (the last crash, where an input was admitted or
-  promoted) are left out.
-- **Call opening order** is ranked; event counts are capped at 2 (the
-  checkers ask only whether a session has 0 or 1 events).
-- The model's **ID index** (whom every ID ever admitted belongs to) is
-  written after the sessions: an ID whose lifecycle ended is in no fold,
-  and its owner decides how a reuse is judged.
-- Every other value is kept as it is, and an attribute this module does not
-  know is serialized in full: a checker that grows new memory makes the key
-  finer (fewer merges), never unsound. Iteration order is kept wherever it
-  may carry meaning (a session's pending rows are in admission order); dicts
-  keyed by sessions are walked in canonical session order.
+  earlier step", ``None`` as it is; the evidence-only ones (the last crash,
+  where an input was admitted, promoted or its lifecycle ended) are left
+  out. Event counts are capped at 2 (the checkers ask only whether a session
+  has 0 or 1 events).
+- **The global part**: what hello said (step limit, features), whether the
+  target has shown execution and step events at all, the cross-session
+  references, and whatever the writers below do not know. The writers are
+  per class and know each attribute by name; an object whose attributes are
+  not the ones they know, a checker's memory they do not know, or a
+  non-empty value that is empty between steps, is written in full by the
+  reflective writer (:class:`_Full`), with every int as it is: a checker
+  that grows new memory makes the key finer (fewer merges), never unsound.
 
 What else is left out: the caches and bookkeeping of the monitor (dispatch
-tables, the exercised set, the policy, the shared environment) and the
-checkers' ``step_scoped`` attributes (dead between steps), which decide no
-later verdict. Dicts that are only looked up (lifecycles and owners by ID)
-are walked in canonical ID order.
+tables, the exercised set, the policy, the enabled set, which are the same
+for a whole search) and the checkers' ``step_scoped`` attributes (dead
+between steps), which decide no later verdict. Dicts that are only looked
+up (lifecycles, owners, calls by ID) are written in canonical ID order;
+every other sequence keeps its order (a session's pending rows are in
+admission order).
 
 ``tests/test_canon.py`` checks the claim directly on small bounds: over every
 path without merging, any two paths with one key have the same one-step
@@ -59,286 +76,788 @@ from __future__ import annotations
 
 import hashlib
 import re
-from itertools import groupby, permutations, product
+from collections.abc import Callable
+from itertools import permutations, product
 from typing import Any
 
 from ..model import State
 from ..model.store import SessionLog
 
-_ID = re.compile(r"(?:s\d+\.i\d+|(?:in|cmp|copy|call)-\d+)\Z")
-
-TIME, SEQ, STEP, ORDER, COUNT = "time", "seq", "step", "order", "count"
-
-_ROLES: dict[str, Any] = {
-    "time": TIME,
-    "seq": SEQ,
-    "admitted_seq": SEQ,
-    "last_seq": SEQ,
-    "fork_floor": SEQ,
-    "fork_seq": SEQ,
-    "next_seq": SEQ,
-    "step": STEP,
-    "doorbell": STEP,  # SessionShadow: the step that rang; Run: a bool, kept as it is
-    "acked_step": STEP,
-    "settled_at": STEP,
-    "open_since": STEP,
-    "cont": STEP,  # SessionShadow: (step index, call); Run: a bool
-    "bg": STEP,  # input -> (row, step index)
-    "floors": (SEQ, STEP),  # child -> (floor seq, fork step)
-    "opened": ORDER,
-    "n_events": COUNT,
-}
-"""The role of an int by the name of the attribute (or dict key) holding it;
-a tuple gives roles by position. Applies to ints nested in the value, until
-an object with its own attributes is reached."""
-
-_RAW_STEP = frozenset({"Call", "Run"})
-"""Classes whose ``step`` is the model's step count (compared with ``+ 1``
-by the allowance checker), not a trace index: kept as it is."""
-
-_SKIP = frozenset(
-    {"_begin", "_end", "_events", "_env", "env", "t", "policy", "enabled", "exercised", "found"}
-    | {"last_crash", "last_index", "last_event_step", "exec_step", "created_step"}
-    | {"staged_step", "receipt_step", "promoted_step", "ended_step"}
-)
-"""Attributes that decide no verdict: the monitor's dispatch caches, shared
-references walked once (the tracker), bookkeeping, and the tracker's
-evidence-only step indexes (named in violation messages, never compared)."""
-
-_UNORDERED = frozenset({"lives", "owners", "namespace", "calls_by_id", "pending_at", "visible_at"})
-"""Dicts keyed by input or call ID that are only looked up (never iterated
-in an order that decides a verdict): walked sorted by canonical ID. Every
-other dict keeps its order (a session's pending rows are in admission
-order)."""
-
-_EARLIER = "<"  # a trace step index: some step before the current one
-
-_PLANS: dict[type, tuple[str, Any, tuple[tuple[str, Any, bool], ...]]] = {}
+_POOL = re.compile(r"s\d+\.i(\d+)\Z")
+_GENERATED = re.compile(r"(?:in|cmp|copy|call)-(\d+)\Z")
 
 
-def _plan(cls: type) -> tuple[str, Any, tuple[tuple[str, Any, bool], ...]]:
-    """How to write an object of a slotted class: its name, where its
-    session is, and per attribute (name, role, is-unordered-dict)."""
-    plan = _PLANS.get(cls)
-    if plan is None:
-        slots: list[str] = []
-        for klass in reversed(cls.__mro__):
-            declared = klass.__dict__.get("__slots__", ())
-            slots.extend((declared,) if isinstance(declared, str) else declared)
-        fields = tuple(_attribute(cls, n) for n in slots if n not in _SKIP and n != "__weakref__")
-        plan = _PLANS[cls] = (cls.__name__, _session_attr(cls, slots), fields)
-    return plan
+def _raw_order(x: str) -> tuple[int, int, str]:
+    """The order of IDs that no fold names (ended ones): pool IDs by number
+    (a session takes them lowest first), generated ones by number (within
+    one session, the order it generated them), anything else by text."""
+    m = _POOL.match(x)
+    if m:
+        return (0, int(m.group(1)), x)
+    m = _GENERATED.match(x)
+    if m:
+        return (1, int(m.group(1)), x)
+    return (2, 0, x)
 
 
-def _attribute(cls: type, name: str) -> tuple[str, Any, bool]:
-    role = None if name == "step" and cls.__name__ in _RAW_STEP else _ROLES.get(name)
-    return (name, role, name in _UNORDERED)
-
-
-def _session_attr(cls: type, names: list[str] | tuple[str, ...]) -> str | None:
-    """The attribute naming the session whose times and seqs an object
-    holds: ``session``; a shadow's or log's ``id``; a lifecycle's or
-    message's admission ``row``."""
-    if "session" in names:
-        return "session"
-    if cls.__name__ in ("SessionShadow", "SessionLog"):
-        return "id"
-    if "row" in names:
-        return "row"
-    return None
-
-
-class _Writer:
-    """One serialization: flat tokens, with ranked values fixed up at the end."""
-
-    def __init__(self, sessions: dict[str, int]) -> None:
-        self.tokens: list[Any] = []
-        self.sessions = sessions
-        self.names: dict[str, int] = {}
-        # positions of ranked values, by (role, session): times and seqs are
-        # ranked per session (no checker compares them across sessions, so
-        # interleavings of two sessions' steps collapse), call order globally
-        self.ranked: dict[tuple[str, str | None], list[int]] = {}
-        self.session: str | None = None
-
-    def name(self, text: str) -> Any:
-        k = self.sessions.get(text)
-        if k is not None:
-            return ("s", k)
-        if _ID.match(text):
-            n = self.names.get(text)
-            if n is None:
-                n = self.names[text] = len(self.names)
-            return ("id", n)
-        return text
-
-    def value(self, v: Any, role: Any = None) -> None:
-        t = type(v)
-        out = self.tokens
-        if t is str:
-            out.append(self.name(v))
-        elif t is int:
-            if role is None:
-                out.append(v)
-            elif role is STEP:
-                out.append(_EARLIER if v >= 0 else v)
-            elif role is COUNT:
-                out.append(min(v, 2))
-            elif type(role) is str:
-                scope = None if role is ORDER else self.session
-                self.ranked.setdefault((role, scope), []).append(len(out))
-                out.append(v)
-            else:
-                out.append(v)
-        elif v is None or t is bool or t is float:
-            out.append(v)
-        elif t is tuple or t is list:
-            out.append(("[", len(v)))
-            if type(role) is tuple and len(role) == len(v):
-                for x, r in zip(v, role, strict=True):
-                    self.value(x, r)
-            else:
-                for x in v:
-                    self.value(x, role)
-        elif t is dict:
-            self.mapping(v, role, False)
-        elif t is set or t is frozenset:
-            names = sorted((repr(self._peek(x)), x) for x in v)
-            out.append(("{", len(v)))
-            for _, x in names:
-                self.value(x, role)
-        else:
-            self.obj(v)
-
-    def _peek(self, x: Any) -> Any:
-        """How a set member or dict key will be written, for sorting."""
-        if type(x) is str:
-            k = self.sessions.get(x)
-            if k is not None:
-                return ("s", k)
-            n = self.names.get(x)
-            return ("id", n) if n is not None else (1, x)
-        return x
-
-    def mapping(self, d: dict[Any, Any], role: Any, unordered: bool) -> None:
-        items = list(d.items())
-        if len(items) > 1:
-            if all(type(k) is str and k in self.sessions for k, _ in items):
-                items.sort(key=lambda kv: self.sessions[kv[0]])
-            elif unordered:
-                items.sort(key=lambda kv: repr(self._peek(kv[0])))
-        self.tokens.append(("{:", len(items)))
-        outer = self.session
-        for k, v in items:
-            self.value(k)
-            if role is None and type(k) is str:  # a receipt: roles by key
-                if k == "session" and type(v) is str:
-                    self.session = v  # its times and seqs are that session's
-                self.value(v, _ROLES.get(k))
-            else:
-                self.value(v, role)
-        self.session = outer
-
-    def obj(self, o: Any) -> None:
-        out = self.tokens
-        cls = type(o)
-        if hasattr(o, "__dict__"):  # a checker or the tracker: attributes as they are now
-            name, where = cls.__name__, _session_attr(cls, tuple(vars(o)))
-            scoped = getattr(cls, "step_scoped", ())
-            fields = tuple(
-                _attribute(cls, n) for n in sorted(vars(o)) if n not in _SKIP and n not in scoped
-            )
-        else:
-            name, where, fields = _plan(cls)
-        out.append(name)
-        outer = self.session
-        if where is not None:
-            sid = getattr(o, where, None)
-            if where == "row":
-                sid = getattr(sid, "session", None)
-            if type(sid) is str:
-                self.session = sid
-        for n, role, unordered in fields:
-            v = getattr(o, n, None)
-            if type(v) is dict:
-                self.mapping(v, role, unordered)
-            else:
-                self.value(v, role)
-        self.session = outer
-
-    def finish(self) -> tuple[Any, ...]:
-        out = self.tokens
-        for _, positions in sorted(self.ranked.items(), key=lambda kv: repr(kv[0])):
-            rank = {v: i for i, v in enumerate(sorted({out[p] for p in positions}))}
-            for p in positions:
-                out[p] = rank[out[p]]
-        return tuple(out)
-
-
-def _session_orders(state: State) -> list[dict[str, int]]:
-    """The canonical session orders: sessions sorted by their model folds;
-    sessions whose folds tie are tried in every order (the key takes the
-    least), so that worlds differing only by session names get one key."""
-    from .explore import _fold_form  # the model's fold of one session, names local
-
-    calls = {c.call: i for i, c in enumerate(state.open_calls())}
-    logs = state.store.sessions
-    forms = sorted((repr(_fold_form(state, logs[sid], calls)), sid) for sid in sorted(logs))
-    groups = [[sid for _, sid in g] for _, g in groupby(forms, key=lambda f: f[0])]
-    orders = []
-    for choice in product(*(permutations(g) for g in groups)):
-        flat = [sid for group in choice for sid in group]
-        orders.append({sid: k for k, sid in enumerate(flat)})
-    return orders
-
-
-def _model(w: _Writer, state: State, log: SessionLog) -> None:
-    """One session as the model reads it: its fold, next seq and run."""
-    from .explore import pool_used
-
-    w.session = log.id
-    w.value(log.pending)
-    w.value(log.transcript)
-    w.value(log.revert)
-    w.value(log.fork_seq, SEQ)
-    w.value(log.next_seq, SEQ)
-    w.value(pool_used(state, log.id))
-    w.value(state.runs.get(log.id))
-    w.session = None
-
-
-def _key(state: State, monitor: Any, sessions: dict[str, int]) -> tuple[Any, ...]:
-    w = _Writer(sessions)
-    logs = state.store.sessions
-    ordered = sorted(logs, key=sessions.__getitem__)
-    for sid in ordered:
-        _model(w, state, logs[sid])
-    # Whom every ID belongs to, for good: the model judges a reuse of an ID
-    # whose lifecycle ended by it, and no session's fold shows such an ID.
-    w.mapping(dict(state.store.owners), None, True)
-    tracker = getattr(monitor, "tracker", None)
-    if tracker is None:  # another monitor: all of its attributes, as they are
-        w.obj(monitor)
-        return w.finish()
-    for sid in ordered:  # seq-contiguous's arithmetic, exactly
-        shadow = tracker.sessions.get(sid)
-        w.value(logs[sid].next_seq - (shadow.last_seq if shadow is not None else -1))
-    w.obj(tracker)
-    for checker in monitor.checkers:
-        w.obj(checker)
-    return w.finish()
-
-
-def merge_key(state: State, monitor: Any) -> tuple[Any, ...]:
-    """The key under which the explorer merges search paths (module docstring)."""
-    orders = _session_orders(state)
-    if len(orders) == 1:
-        return _key(state, monitor, orders[0])
-    return min((_key(state, monitor, order) for order in orders), key=repr)
+def digest_of(tokens: tuple[Any, ...] | list[Any]) -> bytes:
+    """A 128-bit digest of tokens (their ``repr``: canonical for the plain
+    values a key is made of)."""
+    return hashlib.blake2b(repr(tokens).encode(), digest_size=16).digest()
 
 
 def fingerprint(key: tuple[Any, ...]) -> bytes:
     """A 128-bit digest of a key, what the search keeps per visited key (as
     TLC keeps fingerprints): a key is a few kilobytes of tuples, a digest 16
     bytes. Two of a million keys collide with probability about 1e-27."""
-    return hashlib.blake2b(repr(key).encode(), digest_size=16).digest()
+    return digest_of(key)
+
+
+# --- one session's segment ----------------------------------------------------------
+
+
+class _Segment:
+    """One session's tokens, with its local names and the positions of the
+    values ranked at the end (times, seqs, calls' opening order)."""
+
+    __slots__ = (
+        "sid",
+        "owners",
+        "out",
+        "names",
+        "times",
+        "seqs",
+        "orders",
+        "foreign",
+        "loose",
+        "deps",
+    )
+
+    def __init__(self, sid: str, owners: Any) -> None:
+        self.sid = sid
+        self.owners = owners  # the model's ID index
+        self.out: list[Any] = []
+        self.names: dict[str, int] = {}
+        self.times: list[int] = []
+        self.seqs: list[int] = []
+        self.orders: list[int] = []
+        self.foreign: list[str] = []  # IDs another session owns, by reference number
+        self.loose: dict[str, int] = {}  # IDs no session owns, named here
+        self.deps: list[tuple[str, Any]] = []  # (ID, its index entry) the tokens rely on
+
+    def fork(self) -> _Segment:
+        """A copy to continue writing (the cached model half, then the monitor)."""
+        s = _Segment.__new__(_Segment)
+        s.sid, s.owners = self.sid, self.owners
+        s.out, s.names = list(self.out), dict(self.names)
+        s.times, s.seqs, s.orders = list(self.times), list(self.seqs), list(self.orders)
+        s.foreign, s.loose, s.deps = list(self.foreign), dict(self.loose), self.deps
+        return s
+
+    # values
+
+    def ident(self, x: str | None) -> None:
+        """An ID: its local name, a reference to another session's, or None."""
+        if x is None:
+            self.out.append(None)
+            return
+        n = self.names.get(x)
+        if n is None:
+            o = self.owners.get(x)
+            if o is not None and o.session != self.sid:
+                if x not in self.foreign:
+                    self.foreign.append(x)
+                self.out.append(("f", self.foreign.index(x)))
+                return
+            n = self.names[x] = len(self.names)
+            if o is None:
+                self.loose[x] = n
+        self.out.append(n)
+
+    def session(self, sid: str | None) -> None:
+        if sid == self.sid:
+            self.out.append("@")
+        elif sid is None:
+            self.out.append(None)
+        else:
+            self.out.append(("S", sid))  # another session: resolved in the global part
+
+    def time(self, v: int | None) -> None:
+        if type(v) is int:
+            self.times.append(len(self.out))
+        self.out.append(v)
+
+    def seq(self, v: int | None) -> None:
+        if type(v) is int:
+            self.seqs.append(len(self.out))
+        self.out.append(v)
+
+    def step(self, v: int | None) -> None:
+        """A trace step index: "earlier than the current step", or None."""
+        self.out.append(None if v is None else ("<" if v >= 0 else v))
+
+    def finish(self) -> list[Any]:
+        out = self.out
+        for positions in (self.times, self.seqs, self.orders):
+            if positions:
+                rank = {v: i for i, v in enumerate(sorted({out[p] for p in positions}))}
+                for p in positions:
+                    out[p] = rank[out[p]]
+        return out
+
+    def owned_in_order(self, items: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        """Entries keyed by ID, in canonical ID order: named IDs by name, then
+        the others by :func:`_raw_order`."""
+        names = self.names
+        return sorted(
+            items,
+            key=lambda kv: (
+                (0, names[kv[0]], "") if kv[0] in names else (1, *_raw_order(kv[0])[:2], kv[0])
+            ),
+        )
+
+    # model objects
+
+    def receipt(self, r: Any) -> None:
+        if r is None:
+            self.out.append(None)
+            return
+        self.ident(r.input)
+        self.session(r.session)
+        self.out.extend((r.type, r.data, r.delivery))
+        self.seq(r.admitted_seq)
+        self.time(r.time)
+
+    def message(self, m: Any) -> None:
+        self.ident(m.id)
+        self.out.append(m.type)
+        self.seq(m.seq)
+        self.time(m.time)
+        self.out.append(m.data)
+        self.ident(m.copied_from)
+        self.receipt(m.receipt)
+
+    def call(self, c: Any) -> None:
+        if c is None:
+            self.out.append(None)
+            return
+        self.ident(c.call)
+        self.session(c.session)
+        self.out.extend((c.kind, c.step, c.final, len(c.context)))
+        for x in c.context:
+            self.ident(x)
+        self.orders.append(len(self.out))
+        self.out.append(c.opened)
+
+    def run(self, run: Any) -> None:
+        if run is None:
+            self.out.append(None)
+            return
+        self.out.append("run")
+        self.call(run.call)
+        self.out.extend((run.phase, run.forced, run.step, run.cont, run.doorbell))
+
+
+_MODEL_SLOTS = {
+    "SessionLog": ("id", "events", "next_seq", "pending", "transcript", "revert", "fork_seq"),
+    "Receipt": ("input", "session", "type", "data", "delivery", "admitted_seq", "time"),
+    "Message": ("id", "type", "seq", "time", "data", "copied_from", "receipt"),
+    "Call": ("call", "session", "kind", "step", "final", "context", "opened"),
+    "Run": ("call", "phase", "forced", "step", "cont", "doorbell"),
+    "Owner": ("session", "type", "copied", "freed"),
+}
+"""The model's classes the segment writer knows, with their fields (checked
+by ``tests/test_canon.py`` against the classes)."""
+
+
+def _model_half(state: State, log: SessionLog, owned: list[tuple[str, Any]]) -> _Segment:
+    """One session as the model reads it: its fold, next seq, pool IDs used,
+    run, and the index entries of every ID it owns (the events are history:
+    the fold is what the model reads of them)."""
+    seg = _Segment(log.id, state.store.owners)
+    out = seg.out
+    out.append(len(log.pending))
+    for r in log.pending:
+        seg.receipt(r)
+    out.append(len(log.transcript))
+    for m in log.transcript:
+        seg.message(m)
+    seg.ident(log.revert)
+    seg.seq(log.fork_seq)
+    seg.seq(log.next_seq)
+    prefix = log.id + ".i"
+    # The session's pool IDs the index holds, whoever owns them now (a freed
+    # ID may be owned by another session since): the next fresh one is the
+    # lowest the index lacks. Such an entry changes only with this log or
+    # with an owned entry (``deps``), so the cached half stays true.
+    out.append(sum(1 for x in seg.owners if x.startswith(prefix)))
+    seg.run(state.runs.get(log.id))
+    # Whom every ID belongs to, for good: the model judges a reuse of an ID
+    # whose lifecycle ended by it, and no fold shows such an ID.
+    ordered = seg.owned_in_order(owned)
+    out.append(len(ordered))
+    for x, o in ordered:
+        seg.ident(x)
+        out.extend((o.type, o.copied, o.freed))
+    seg.deps = [*owned, *((x, seg.owners.get(x)) for x in seg.foreign)]
+    return seg
+
+
+# --- the monitor's half of a segment --------------------------------------------------
+
+_SHADOW_SLOTS = (
+    "id",
+    "n_events",
+    "last_seq",
+    "last_event_step",
+    "first_forked",
+    "fork_seq",
+    "fork_floor",
+    "pending",
+    "barrier",
+    "visible",
+    "staged",
+    "staged_step",
+    "view_pending",
+    "view_transcript",
+    "exec_open",
+    "exec_step",
+    "cont",
+    "last_step",
+    "doorbell",
+    "bg",
+    "created_step",
+)
+_ROW_SLOTS = ("input", "session", "type", "delivery", "seq", "time", "step")
+_MSG_SLOTS = ("id", "type", "seq", "time", "step", "row", "copied_from")
+_LIFE_SLOTS = (
+    "row",
+    "state",
+    "promotions",
+    "promoted_step",
+    "ended_step",
+    "receipt",
+    "receipt_step",
+    "payload",
+    "delivery",
+    "acked_step",
+)
+_TRACKER_OWNER_SLOTS = ("session", "type", "copied", "step", "freed")
+_TRACKER_ATTRS = frozenset(
+    {
+        "policy",
+        "step_limit",
+        "features",
+        "sessions",
+        "owners",
+        "namespace",
+        "lives",
+        "open",
+        "calls_by_id",
+        "open_count",
+        "emits_exec",
+        "emits_steps",
+        "last_crash",
+        "last_index",
+    }
+)
+_MONITOR_SLOTS = {
+    "SessionShadow": _SHADOW_SLOTS,
+    "Row": _ROW_SLOTS,
+    "Msg": _MSG_SLOTS,
+    "Life": _LIFE_SLOTS,
+    "Owner": _TRACKER_OWNER_SLOTS,
+    "PendingView": ("input", "type", "delivery", "admitted_seq", "time"),
+    "MessageView": ("id", "type", "seq", "time", "copied_from"),
+}
+"""The monitor's classes the segment writer knows (checked by the tests)."""
+
+_CHECKER_BASE = frozenset({"env", "t", "policy"})
+_BY_SESSION = {("LifecycleChecker", "open_since"), ("ForkChecker", "floors")}
+"""Checker memory keyed by session: written into that session's segment."""
+_AT_SESSION = {("NotHistoryChecker", "pending_at"), ("NotHistoryChecker", "visible_at")}
+"""Checker memory mapping an ID to the session that shows it."""
+_EMPTY_BETWEEN_STEPS = {
+    ("ProjectionChecker", "fresh"),
+    ("AtomicChecker", "todo"),
+    ("BarrierEventChecker", "settled_at"),
+    ("BarrierEventChecker", "touched"),
+    ("RevertChecker", "cuts"),
+    ("RevertChecker", "committed"),
+    ("RevertChecker", "admitted_first"),
+}
+"""Checker memory that each step empties before it ends: nothing when empty,
+written in full otherwise."""
+
+
+def _row(seg: _Segment, r: Any) -> None:
+    if r is None:
+        seg.out.append(None)
+        return
+    seg.ident(r.input)
+    seg.session(r.session)
+    seg.out.extend((r.type, r.delivery))
+    seg.seq(r.seq)
+    seg.time(r.time)
+    seg.step(r.step)
+
+
+def _msg(seg: _Segment, m: Any) -> None:
+    seg.ident(m.id)
+    seg.out.append(m.type)
+    seg.seq(m.seq)
+    seg.time(m.time)
+    seg.step(m.step)
+    _row(seg, m.row)
+    seg.ident(m.copied_from)
+
+
+def _views(seg: _Segment, pending: Any, transcript: Any) -> None:
+    out = seg.out
+    out.append(len(pending))
+    for v in pending:
+        seg.ident(v.input)
+        out.extend((v.type, v.delivery))
+        seg.seq(v.admitted_seq)
+        seg.time(v.time)
+    out.append(len(transcript))
+    for v in transcript:
+        seg.ident(v.id)
+        out.append(v.type)
+        seg.seq(v.seq)
+        seg.time(v.time)
+        seg.ident(v.copied_from)
+
+
+def _shadow(seg: _Segment, sh: Any) -> None:
+    """A session's shadow; the evidence-only step indexes (last event, the
+    execution's start, the staged revert's step, creation) are left out."""
+    out = seg.out
+    out.extend(("shadow", min(sh.n_events, 2)))
+    seg.seq(sh.last_seq)
+    out.append(sh.first_forked)
+    seg.seq(sh.fork_seq)
+    seg.seq(sh.fork_floor)
+    out.append(len(sh.pending))
+    for x, r in sh.pending.items():
+        seg.ident(x)
+        _row(seg, r)
+    _row(seg, sh.barrier)
+    out.append(len(sh.visible))
+    for x, m in sh.visible.items():
+        seg.ident(x)
+        _msg(seg, m)
+    seg.ident(sh.staged)
+    _views(seg, sh.view_pending, sh.view_transcript)
+    out.append(sh.exec_open)
+    cont = sh.cont
+    if cont is None:
+        out.append(None)
+    else:
+        seg.step(cont[0])
+        seg.call(cont[1])
+    out.append(sh.last_step)  # the model's step count, compared with + 1
+    seg.step(sh.doorbell)
+    out.append(len(sh.bg))
+    for x, (r, at) in sh.bg.items():
+        seg.ident(x)
+        _row(seg, r)
+        seg.step(at)
+
+
+_RECEIPT_ROLES: dict[str, Callable[[_Segment, Any], None]] = {
+    "input": _Segment.ident,
+    "session": _Segment.session,
+    "admitted_seq": _Segment.seq,
+    "time": _Segment.time,
+}
+_RECEIPT_TYPES = {"input": str, "session": str, "admitted_seq": int, "time": int}
+
+
+def _life(seg: _Segment, life: Any) -> None:
+    """A lifecycle; where it was promoted, ended and got its receipt are
+    evidence only."""
+    _row(seg, life.row)
+    seg.out.extend((life.state, life.promotions))
+    receipt = life.receipt
+    if receipt is None:
+        seg.out.append(None)
+    else:
+        seg.out.append(len(receipt))
+        for k, v in receipt.items():
+            seg.out.append(k)
+            write = _RECEIPT_ROLES.get(k)
+            if write is not None and (v is None or type(v) is _RECEIPT_TYPES[k]):
+                write(seg, v)
+            else:
+                seg.out.append(repr(v))  # the payload (parsed JSON): compared whole
+    seg.out.extend((life.payload, life.delivery))
+    seg.step(life.acked_step)
+
+
+def _tracker_owner(seg: _Segment, o: Any) -> None:
+    seg.session(o.session)
+    seg.out.extend((o.type, o.copied, o.freed))
+    seg.step(o.step)
+
+
+def _id_entries(seg: _Segment, tag: str, items: list[tuple[str, Any]], write: Any) -> None:
+    seg.out.extend((tag, len(items)))
+    for x, v in seg.owned_in_order(items):
+        seg.ident(x)
+        write(seg, v)
+
+
+# --- the reflective writer, for what the segment writers do not know ------------------
+
+
+class _Full:
+    """Writes any value in full: ints, strings, None, bools and floats as
+    they are (IDs and sessions through ``name``), containers by content, an
+    object by class name and attributes. Exact, so never unsound."""
+
+    def __init__(self, name: Callable[[str], Any]) -> None:
+        self.tokens: list[Any] = []
+        self.name = name
+
+    def value(self, v: Any, skip: frozenset[str] = frozenset()) -> None:
+        t = type(v)
+        out = self.tokens
+        if t is str:
+            out.append(self.name(v))
+        elif v is None or t is int or t is bool or t is float:
+            out.append(v)
+        elif t is tuple or t is list:
+            out.append(("[", len(v)))
+            for x in v:
+                self.value(x)
+        elif t is dict:
+            out.append(("{:", len(v)))
+            for k, x in v.items():
+                self.value(k)
+                self.value(x)
+        elif t is set or t is frozenset:
+            members = []
+            for x in v:
+                sub = _Full(self.name)
+                sub.value(x)
+                members.append(repr(sub.tokens))
+            out.append(("{", len(v), tuple(sorted(members))))
+        else:
+            out.append(type(v).__name__)
+            for n in _attributes(v):
+                if n not in skip:
+                    out.append(n)
+                    self.value(getattr(v, n, None))
+
+
+def _attributes(o: Any) -> list[str]:
+    if hasattr(o, "__dict__"):
+        return sorted(vars(o))
+    names: list[str] = []
+    for klass in reversed(type(o).__mro__):
+        declared = klass.__dict__.get("__slots__", ())
+        names.extend((declared,) if isinstance(declared, str) else declared)
+    return [n for n in names if n != "__weakref__"]
+
+
+_KNOWN: dict[tuple[type, tuple[str, ...]], bool] = {}
+
+
+def _known(o: Any, slots: tuple[str, ...]) -> bool:
+    """Has this object exactly the attributes its writer knows?"""
+    cls = type(o)
+    found = _KNOWN.get((cls, slots))
+    if found is None:
+        found = _KNOWN[(cls, slots)] = tuple(_attributes(o)) == slots
+    return found
+
+
+# --- the key --------------------------------------------------------------------------
+
+
+class Key:
+    """A state's merge key, its digest, and the renaming it was written
+    under: each session's rank and its local names (the explorer names
+    actions by them). ``tied``: two segments are equal, so the ranks of
+    those sessions are one choice among equals."""
+
+    __slots__ = ("digest", "ranks", "names", "tied", "tokens")
+
+    def __init__(
+        self,
+        digest: bytes,
+        ranks: dict[str, int],
+        names: dict[str, dict[str, int]],
+        tied: bool,
+        tokens: tuple[Any, ...] | None,
+    ) -> None:
+        self.digest = digest
+        self.ranks = ranks
+        self.names = names
+        self.tied = tied
+        self.tokens = tokens
+
+
+ModelCache = dict[tuple[int, int], tuple[SessionLog, Any, _Segment]]
+
+
+def _model_segment(
+    state: State,
+    log: SessionLog,
+    owned: dict[str, list[tuple[str, Any]]] | None,
+    cache: ModelCache | None,
+) -> tuple[_Segment, dict[str, list[tuple[str, Any]]] | None]:
+    run = state.runs.get(log.id)
+    owners = state.store.owners
+    if cache is not None:
+        hit = cache.get((id(log), id(run)))
+        if hit is not None and hit[0] is log and hit[1] is run:
+            seg = hit[2]
+            if all(owners.get(x) is o for x, o in seg.deps):
+                seg = seg.fork()
+                seg.owners = owners
+                return seg, owned
+    if owned is None:
+        owned = {}
+        for x, o in owners.items():
+            owned.setdefault(o.session, []).append((x, o))
+    seg = _model_half(state, log, owned.get(log.id, []))
+    if cache is not None:
+        cache[(id(log), id(run))] = (log, run, seg)
+        seg = seg.fork()
+    return seg, owned
+
+
+def compute(
+    state: State, monitor: Any, cache: ModelCache | None = None, keep_tokens: bool = False
+) -> Key:
+    """The merge key of a state and its monitor (module docstring)."""
+    logs = state.store.sessions
+    tracker = getattr(monitor, "tracker", None)
+    if tracker is not None and (
+        type(tracker).__name__ != "Tracker" or frozenset(vars(tracker)) != _TRACKER_ATTRS
+    ):
+        tracker = None  # not the tracker the writers know: written in full
+    shadows = tracker.sessions if tracker is not None else {}
+    sids = sorted(set(logs) | set(shadows))
+    segments: dict[str, _Segment] = {}
+    owned: dict[str, list[tuple[str, Any]]] | None = None
+    for sid in sids:
+        log = logs.get(sid)
+        if log is None:
+            seg = _Segment(sid, state.store.owners)
+            seg.out.append("no log")
+        else:
+            seg, owned = _model_segment(state, log, owned, cache)
+        segments[sid] = seg
+    full: list[tuple[str, Any]] = []  # (what, value) written in full in the global part
+    if tracker is not None:
+        _monitor_halves(state, monitor, tracker, segments, full)
+    elif monitor is not None:
+        full.append(("monitor", monitor))
+    if tracker is not None and getattr(monitor, "_finished", None) is not None:
+        full.append(("finished", monitor._finished))
+    finished = {sid: seg.finish() for sid, seg in segments.items()}
+    digests = {sid: digest_of(tokens) for sid, tokens in finished.items()}
+    order = sorted(sids, key=lambda s: digests[s])
+    groups: list[list[str]] = []
+    for sid in order:
+        if groups and digests[groups[-1][0]] == digests[sid]:
+            groups[-1].append(sid)
+        else:
+            groups.append([sid])
+    tied = any(len(g) > 1 for g in groups)
+    head = _facts(tracker)
+    best: tuple[Any, ...] | None = None
+    best_ranks: dict[str, int] = {}
+    choices = product(*(permutations(g) for g in groups)) if tied else [[tuple(order)]]
+    for choice in choices:
+        ranks = {sid: k for k, sid in enumerate(sid for group in choice for sid in group)}
+        tail = _references(segments, ranks, full)
+        if best is None or repr(tail) < repr(best):
+            best, best_ranks = tail, ranks
+        if not tail:
+            break  # nothing names a session's rank: the order of tied sessions is moot
+    assert best is not None
+    body = (head, best, tuple(digests[s] for s in order))
+    names = {sid: seg.names for sid, seg in segments.items()}
+    tokens = None
+    if keep_tokens:
+        tokens = (head, best, tuple(tuple(finished[s]) for s in order))
+    return Key(digest_of(body), best_ranks, names, tied, tokens)
+
+
+def _facts(tracker: Any) -> tuple[Any, ...]:
+    """What the tracker knows of the whole target: hello's step limit and
+    features, and whether it has shown execution and step events at all."""
+    if tracker is None:
+        return ()
+    features = tuple(sorted(tracker.features))
+    return (tracker.step_limit, features, tracker.emits_exec, tracker.emits_steps)
+
+
+def _references(
+    segments: dict[str, _Segment], ranks: dict[str, int], full: list[tuple[str, Any]]
+) -> tuple[Any, ...]:
+    """What ties sessions together under one session order: IDs a segment
+    mentions and another session owns, unowned IDs two segments name, and
+    what is written in full. Empty in a world where sessions share nothing."""
+    out: list[Any] = []
+    named: dict[str, tuple[int, int]] = {}  # an owned ID -> (its session's rank, local name)
+    for sid, seg in segments.items():
+        for x, n in seg.names.items():
+            if x not in seg.loose:
+                named[x] = (ranks[sid], n)
+    for sid in sorted(segments, key=ranks.__getitem__):
+        seg = segments[sid]
+        if seg.foreign:
+            out.append(("foreign", ranks[sid], tuple(named.get(x, x) for x in seg.foreign)))
+    loose: dict[str, list[tuple[int, int]]] = {}
+    for sid, seg in segments.items():
+        for x, n in seg.loose.items():
+            loose.setdefault(x, []).append((ranks[sid], n))
+    shared = sorted(tuple(sorted(v)) for v in loose.values() if len(v) > 1)
+    if shared:
+        out.append(("loose", tuple(shared)))
+    if full:
+        generated: dict[str, Any] = {}
+
+        def name(text: str) -> Any:
+            if text in ranks:
+                return ("S", ranks[text])
+            hit = named.get(text)
+            if hit is not None:
+                return hit
+            if _POOL.match(text) or _GENERATED.match(text):
+                return generated.setdefault(text, ("g", len(generated)))
+            return text
+
+        writer = _Full(name)
+        for what, value in full:
+            writer.tokens.append(what)
+            writer.value(value, _FULL_SKIP)
+        out.append(tuple(writer.tokens))
+    return tuple(out)
+
+
+_FULL_SKIP = frozenset(
+    {"_begin", "_end", "_events", "_env", "env", "t", "policy", "enabled", "exercised"}
+)
+
+
+def _monitor_halves(
+    state: State,
+    monitor: Any,
+    tracker: Any,
+    segments: dict[str, _Segment],
+    full: list[tuple[str, Any]],
+) -> None:
+    """Each session's part of the tracker and the checkers, into its segment;
+    what the writers do not know, into ``full``."""
+    logs = state.store.sessions
+    lives: dict[str, list[tuple[str, Any]]] = {}
+    for x, life in tracker.lives.items():
+        if (
+            _known(life, _LIFE_SLOTS)
+            and _known(life.row, _ROW_SLOTS)
+            and life.row.session in segments
+        ):
+            lives.setdefault(life.row.session, []).append((x, life))
+        else:
+            full.append(("life", (x, life)))
+    owners: dict[str, list[tuple[str, Any]]] = {}
+    for x, o in tracker.owners.items():
+        if _known(o, _TRACKER_OWNER_SLOTS) and o.session in segments:
+            owners.setdefault(o.session, []).append((x, o))
+        else:
+            full.append(("owner", (x, o)))
+    namespace: dict[str, list[tuple[str, Any]]] = {}
+    for x, o in tracker.namespace.items():
+        if _known(o, _TRACKER_OWNER_SLOTS) and o.session in segments:
+            namespace.setdefault(o.session, []).append((x, o))
+        else:
+            full.append(("namespace", (x, o)))
+    calls: dict[str, list[tuple[str, Any]]] = {}
+    for x, c in tracker.calls_by_id.items():
+        if c.session in segments:
+            calls.setdefault(c.session, []).append((x, c))
+        else:
+            full.append(("call", (x, c)))
+    for sid in tracker.open:
+        if sid not in segments:
+            full.append(("open", (sid, tracker.open[sid])))
+    for sid in tracker.open_count:
+        if sid not in segments:
+            full.append(("open_count", (sid, tracker.open_count[sid])))
+    by_session: dict[str, list[tuple[str, Any]]] = {}
+    at_session: dict[str, list[tuple[str, str, Any]]] = {}
+    for c in monitor.checkers:
+        cls = type(c).__name__
+        scoped = getattr(type(c), "step_scoped", ())
+        for n, v in vars(c).items():
+            if n in _CHECKER_BASE or n in scoped:
+                continue
+            what = (cls, n)
+            if what in _EMPTY_BETWEEN_STEPS and not v:
+                continue
+            if what in _BY_SESSION and type(v) is dict and all(k in segments for k in v):
+                for k, x in v.items():
+                    by_session.setdefault(k, []).append((n, x))
+                continue
+            if what in _AT_SESSION and type(v) is dict and all(s in segments for s in v.values()):
+                for x, s in v.items():
+                    at_session.setdefault(s, []).append((n, x, None))
+                continue
+            full.append((f"{cls}.{n}", v))
+    for sid, seg in segments.items():
+        out = seg.out
+        out.append("monitor")
+        log = logs.get(sid)
+        sh = tracker.sessions.get(sid)
+        # seq-contiguous's arithmetic, exactly
+        out.append(None if log is None else log.next_seq - (sh.last_seq if sh is not None else -1))
+        if sh is None:
+            out.append(None)
+        elif _known(sh, _SHADOW_SLOTS):
+            _shadow(seg, sh)
+        else:
+            out.append("shadow in full")
+            full.append((f"shadow {sid}", sh))  # pragma: no cover - a changed tracker
+        _id_entries(seg, "owners", owners.get(sid, []), _tracker_owner)
+        _id_entries(seg, "namespace", namespace.get(sid, []), _tracker_owner)
+        _id_entries(seg, "lives", lives.get(sid, []), _life)
+        out.append("open")
+        seg.call(tracker.open.get(sid))
+        out.append(tracker.open_count.get(sid))
+        _id_entries(seg, "calls", calls.get(sid, []), _Segment.call)
+        mine = by_session.get(sid)
+        if mine:
+            for n, x in sorted(mine, key=lambda e: e[0]):
+                out.append(n)
+                if n == "open_since":
+                    seg.step(x)
+                elif n == "floors" and type(x) is tuple and len(x) == 2:
+                    seg.seq(x[0])
+                    seg.step(x[1])
+                else:
+                    out.append(repr(x))
+        shown = at_session.get(sid)
+        if shown:
+            for n in sorted({e[0] for e in shown}):
+                out.append(n)
+                xs = [(x, None) for m, x, _ in shown if m == n]
+                _id_entries(seg, "at", xs, lambda s, v: None)
+
+
+# --- the public forms ------------------------------------------------------------------
+
+
+def merge_key(state: State, monitor: Any) -> tuple[Any, ...]:
+    """The key under which the explorer merges search paths (module
+    docstring), as tokens: the global part and the sorted segments. Two
+    states have equal merge keys exactly when :func:`compute` gives them
+    one digest (up to digest collisions)."""
+    key = compute(state, monitor, keep_tokens=True)
+    assert key.tokens is not None
+    return key.tokens

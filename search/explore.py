@@ -51,7 +51,7 @@ Theory of operation (after TLC's breadth-first search with a fingerprint set,
   covered. Every transition is judged, also those that lead to a known key
   (a step can be wrong even when the state it leads to is fine).
 
-- **The merge key** (``search/canon.py``, :func:`~inboxsim.search.canon.merge_key`)
+- **The merge key** (``search/canon.py``, :func:`~inboxsim.search.canon.compute`)
   is what the model and the invariant monitor will read in the future, and
   nothing else of the path: each session's fold (pending rows, transcript,
   staged revert, next seq) and run, and the monitor's shadows, lifecycles,
@@ -71,13 +71,36 @@ Theory of operation (after TLC's breadth-first search with a fingerprint set,
   ``benchmarks/bench_explore.py`` runs them, and says they are not
   exhaustive.
 
+- **Sleep sets** (partial-order reduction, ``reduce``; docs/explorer.md
+  states the argument). Two actions are *independent* (:func:`independent`)
+  when both are requests on different sessions that neither crash the
+  process (no failpoint; the kill is no session's) nor reuse an ended ID
+  (the one family that reads another session's entries of the shared ID
+  index); the search uses that only at a state where both were judged
+  clean and neither changed the monitor's global :func:`facts`. Such a
+  pair commutes modulo the merge key: either order reaches one key, each
+  action as clean after the other (``tests/test_explore_reduction.py``).
+  When a node is expanded, each clean eligible action judged before a
+  sibling's (and each one asleep at the node) goes to sleep in the
+  sibling's child if it is on another session: the child does not judge
+  it, since the sibling judged the other order. A key reached by several
+  paths of one level keeps the intersection of their sleep sets; a tied
+  key (two sessions with equal segments) keeps none. Sleep sets remove
+  transitions, never keys: the same keys level by level, the same
+  shortest violations.
+
+- **Frontier.** A level's nodes are kept as (parent, label): a chunk rebuilds
+  its nodes' states and monitors by replaying labels from the state after
+  the prefix (consecutive nodes share all but their last labels), so the
+  frontier is bytes per node where states and monitors were kilobytes.
+
 - **Judging.** The invariant monitor is mutable and history-dependent: each
-  expanded node keeps its own monitor, and every transition is fed to a copy
-  of it. The first violation found is on a shortest path (BFS), and it is
-  reported with the full trace from ``hello``. Each new distinct key also
-  gets the end-of-run safety checks (``finish(liveness=False)``), since
-  every path prefix is a run of its own; liveness is not judged here (a
-  bounded prefix need not settle).
+  node's monitor is copied (``Monitor.clone``) for every transition. The
+  first violation found is on a shortest path (BFS), and it is reported
+  with the full trace from ``hello``. Each new distinct key also gets the
+  end-of-run safety checks (``finish(liveness=False)``), since every path
+  prefix is a run of its own; liveness is not judged here (a bounded
+  prefix need not settle).
 """
 
 from __future__ import annotations
@@ -91,6 +114,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from ..errors import HarnessError
 from ..model import (
     FAILPOINTS,
     Answer,
@@ -109,8 +133,11 @@ from ..model import (
 )
 from ..model.state import Run
 from ..model.store import SessionLog
+from ..scenarios.render import write_scenario
+from ..sim.executor import open_executor, result
 from ..targets.target import hello_op, observe
-from ..trace.record import Step
+from ..trace.record import Step, reply_wire, step_wire
+from .canon import ModelCache, compute
 
 POOL = 2
 """Fresh input IDs per session (user and synthetic share the pool: one namespace)."""
@@ -155,6 +182,7 @@ FAMILIES: dict[str, str] = {
 }
 """The alphabet's operation families, as the command prints them."""
 FULL = frozenset(FAMILIES)
+REUSE = "reuse_ended"
 
 
 def parse_alphabet(text: str | None) -> frozenset[str]:
@@ -185,11 +213,17 @@ def describe(alphabet: frozenset[str]) -> list[str]:
 @dataclass(frozen=True, slots=True)
 class Action:
     """One operation of the alphabet: a request (maybe asked to crash at a
-    failpoint), or a kill between requests (``op`` is None)."""
+    failpoint), or a kill between requests (``op`` is None). ``session`` is
+    the session it acts on (an answer: its call's; None for the kill),
+    ``ident`` the input ID its label names, and ``family`` the alphabet
+    family it belongs to: the partial-order reduction reads them."""
 
     label: str
     op: Op | None
     crash_at: str | None = None
+    session: str | None = None
+    ident: str | None = None
+    family: str = ""
 
 
 def pool_ids(session: str, pool: int = POOL) -> tuple[str, ...]:
@@ -240,13 +274,15 @@ def _reuses(state: State, session: str, now: int, enabled: frozenset[str]) -> li
     acts: list[Action] = []
     for ident in ended_ids(state):
         op: Op = Prompt(now, session=session, input=ident, text=PROMPT_TEXT, delivery="steer")
-        acts.append(Action(f"reuse({session},{ident},prompt)", op))
+        acts.append(Action(f"reuse({session},{ident},prompt)", op, None, session, ident, REUSE))
         if "synthetic" in enabled:
             op = Synthetic(now, session=session, input=ident, text=SYNTHETIC_TEXT, delivery="steer")
-            acts.append(Action(f"reuse({session},{ident},synthetic)", op))
+            label = f"reuse({session},{ident},synthetic)"
+            acts.append(Action(label, op, None, session, ident, REUSE))
         if "compact" in enabled:
             op = Compact(now, session=session, input=ident)
-            acts.append(Action(f"reuse({session},{ident},compact)", op))
+            label = f"reuse({session},{ident},compact)"
+            acts.append(Action(label, op, None, session, ident, REUSE))
     return acts
 
 
@@ -268,44 +304,53 @@ def session_actions(
     fresh = _next_fresh(state, session, pool)
     if fresh is not None:
         for delivery in ("steer", "queue"):
-            if "prompt_" + delivery in enabled:
+            family = "prompt_" + delivery
+            if family in enabled:
                 op = Prompt(now, session=session, input=fresh, text=PROMPT_TEXT, delivery=delivery)
-                acts.append(Action(f"prompt({session},{fresh},{delivery})", op))
+                label = f"prompt({session},{fresh},{delivery})"
+                acts.append(Action(label, op, None, session, fresh, family))
         for delivery, family in (("steer", "synthetic"), ("queue", "synthetic_queue")):
             if family in enabled:
                 op = Synthetic(
                     now, session=session, input=fresh, text=SYNTHETIC_TEXT, delivery=delivery
                 )
-                acts.append(Action(f"synthetic({session},{fresh},{delivery})", op))
+                label = f"synthetic({session},{fresh},{delivery})"
+                acts.append(Action(label, op, None, session, fresh, family))
     for ident, kind, sent in _live_inputs(log):
         exact = PROMPT_TEXT if kind == "user" else SYNTHETIC_TEXT
         if "retry" in enabled:
             op = _resend(session, ident, kind, sent, exact, now)
-            acts.append(Action(f"retry({session},{ident})", op))
+            acts.append(Action(f"retry({session},{ident})", op, None, session, ident, "retry"))
         if "conflict" in enabled:
             op = _resend(session, ident, kind, sent, CONFLICT_TEXT, now)
-            acts.append(Action(f"conflict({session},{ident})", op))
+            label = f"conflict({session},{ident})"
+            acts.append(Action(label, op, None, session, ident, "conflict"))
         if "conflict_delivery" in enabled:
             other = "queue" if sent == "steer" else "steer"
             op = _resend(session, ident, kind, other, exact, now)
-            acts.append(Action(f"conflict({session},{ident},{other})", op))
+            label = f"conflict({session},{ident},{other})"
+            acts.append(Action(label, op, None, session, ident, "conflict_delivery"))
     if "compact" in enabled:
-        acts.append(Action(f"compact({session})", Compact(now, session=session)))
+        op = Compact(now, session=session)
+        acts.append(Action(f"compact({session})", op, None, session, None, "compact"))
     if fresh is not None and "compact_pool" in enabled:
         op = Compact(now, session=session, input=fresh)
-        acts.append(Action(f"compact({session},{fresh})", op))
+        acts.append(Action(f"compact({session},{fresh})", op, None, session, fresh, "compact_pool"))
     if "reuse_ended" in enabled:
         acts.extend(_reuses(state, session, now, enabled))
     if "interrupt" in enabled:
-        acts.append(Action(f"interrupt({session})", Interrupt(now, session=session)))
+        op = Interrupt(now, session=session)
+        acts.append(Action(f"interrupt({session})", op, None, session, None, "interrupt"))
     if "resume" in enabled:
-        acts.append(Action(f"resume({session})", Resume(now, session=session)))
+        op = Resume(now, session=session)
+        acts.append(Action(f"resume({session})", op, None, session, None, "resume"))
     run = state.runs.get(session)
     if run is not None:
         for finish in FINISHES:
-            if "answer_" + finish in enabled:
+            family = "answer_" + finish
+            if family in enabled:
                 op = Answer(now, call=run.call.call, finish=finish)
-                acts.append(Action(f"answer({session},{finish})", op))
+                acts.append(Action(f"answer({session},{finish})", op, None, session, None, family))
     return acts
 
 
@@ -317,7 +362,7 @@ def requests(
     for session in sessions:
         acts.extend(session_actions(state, session, now, enabled, pool))
     if "kill" in enabled:
-        acts.append(Action("crash", None))
+        acts.append(Action("crash", None, None, None, None, "kill"))
     return acts
 
 
@@ -420,7 +465,8 @@ def transitions(
         ):
             continue
         for point in FAILPOINTS:
-            variant = Action(f"{action.label}@{point}", action.op, point)
+            label = f"{action.label}@{point}"
+            variant = Action(label, action.op, point, action.session, action.ident, "failpoints")
             crashed = take(state, variant, now, step_limit, base)
             if isinstance(
                 crashed.steps[0].reply, Crashed
@@ -623,17 +669,6 @@ MERGES = ("sound", "log", "fold")
 
 
 @dataclass(slots=True)
-class _Node:
-    """A distinct state on the frontier, with the path that first reached it."""
-
-    state: State | None  # dropped once expanded
-    monitor: Any
-    parent: _Node | None
-    steps: tuple[Step, ...]  # the transition that reached it
-    length: int  # trace steps from hello up to and including this node's
-
-
-@dataclass(slots=True)
 class ExploreResult:
     """What a search found; ``violations`` and ``trace`` are empty when all held."""
 
@@ -652,6 +687,8 @@ class ExploreResult:
     trace: tuple[Step, ...] = ()
     hello: dict[str, Any] = field(default_factory=dict)
     pool: int = POOL  # fresh input IDs per session
+    slept: int = 0  # transitions a sleep set held aside (not judged: they commute)
+    reduction: str = "sleep sets"
 
     @property
     def states_per_second(self) -> float:
@@ -722,80 +759,89 @@ def out_result(step: Step) -> dict[str, Any]:
     return dict(step.reply.result)  # type: ignore[union-attr]
 
 
-def path(node: _Node, prefix: Sequence[Step]) -> tuple[Step, ...]:
-    """The full trace to ``node``, steps renumbered from 0."""
-    chunks: list[tuple[Step, ...]] = []
-    while node is not None:
-        chunks.append(node.steps)
-        node = node.parent  # type: ignore[assignment]
-    flat = list(prefix) + [s for chunk in reversed(chunks) for s in chunk]
-    return tuple(_reindexed(s, i) for i, s in enumerate(flat))
+def _copier(monitor: Any) -> Callable[[Any], Any]:
+    """How to copy a monitor between steps: its ``clone`` (the invariant
+    monitor's: several times cheaper than the alternatives), else a
+    ``pickle`` round trip, else ``deepcopy``."""
+    if callable(getattr(monitor, "clone", None)):
+        return lambda m: m.clone()
+    try:
+        pickle.dumps(monitor, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return copy.deepcopy
+    return lambda m: pickle.loads(pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def _reindexed(step: Step, index: int) -> Step:
-    if step.index == index:
-        return step
-    return Step(
-        index,
-        step.phase,
-        step.kind,
-        step.decision,
-        step.request,
-        step.crash_at,
-        step.reply,
-        step.observed,
-    )
-
-
-class _Frozen:
-    """A monitor frozen once, thawed into independent copies many times.
-
-    An expanded node's monitor is copied once per transition (each child
-    judges on its own). ``pickle`` once per node and ``loads`` per child is
-    about 3x cheaper than a ``deepcopy`` per child (measured on the
-    invariant monitor: 0.43 ms against 1.30 ms); a monitor that does not
-    pickle is deep-copied instead."""
-
-    __slots__ = ("blob", "monitor")
-    by_pickle = True  # False: deepcopy per child (the benchmark's alternative)
-
-    def __init__(self, monitor: Any) -> None:
-        self.monitor: Any = None
-        self.blob: bytes | None = None
-        if not _Frozen.by_pickle:
-            self.monitor = copy.deepcopy(monitor)  # the live one is finished next
-            return
-        try:
-            self.blob = pickle.dumps(monitor, protocol=pickle.HIGHEST_PROTOCOL)
-        except (pickle.PicklingError, TypeError, AttributeError):
-            self.monitor = monitor
-
-    def thaw(self) -> Any:
-        if self.blob is not None:
-            return pickle.loads(self.blob)
-        return copy.deepcopy(self.monitor)
-
-
-def _judge(monitor: Any, steps: Iterable[Step]) -> tuple[Any, list[Any]]:
-    """Feed steps to a copy of ``monitor`` (a monitor, or a :class:`_Frozen`
-    one); the copy and what it found."""
-    child = monitor.thaw() if isinstance(monitor, _Frozen) else copy.deepcopy(monitor)
+def _feed(monitor: Any, steps: Iterable[Step]) -> list[Any]:
     found: list[Any] = []
     for step in steps:
-        found.extend(child.feed(step))
-    return child, found
+        found.extend(monitor.feed(step))
+    return found
 
 
-def _judge_end(monitor: Any, consume: bool = False) -> list[Any]:
+def _judge_end(monitor: Any) -> list[Any]:
     """End-of-run safety checks (``finish(liveness=False)``) as if the run
-    stopped here: every path prefix is a run of its own. On a copy, unless
-    ``consume`` (the monitor is not needed afterwards: a node at the bound)."""
+    stopped here: every path prefix is a run of its own. Consumes the
+    monitor (a child is judged on its own copy, never reused)."""
     finish = getattr(monitor, "finish", None)
-    if finish is None:
-        return []
-    if consume:
-        return list(finish(False))
-    return list(copy.deepcopy(monitor).finish(False))
+    return [] if finish is None else list(finish(False))
+
+
+def _wanted(found: list[Any], invariant: str | None) -> list[Any]:
+    """The violations the search stops at: all, or those of ``invariant``."""
+    if invariant is None:
+        return found
+    return [v for v in found if v.invariant == invariant]
+
+
+# --- partial-order reduction: sleep sets ------------------------------------------------
+
+
+def eligible(action: Action) -> bool:
+    """May this action commute with another session's? A request on one
+    session that does not crash the process and does not touch the ID
+    namespace another session reads (the reuse of an ended ID)."""
+    return action.session is not None and action.crash_at is None and action.family != REUSE
+
+
+def independent(a: Action, b: Action) -> bool:
+    """The actions' structural independence: both eligible, on different
+    sessions. The search takes two such actions as independent at a state
+    where neither revealed a violation and neither changed the monitor's
+    global facts (:func:`facts`); docs/explorer.md states the argument."""
+    return eligible(a) and eligible(b) and a.session != b.session
+
+
+def facts(monitor: Any) -> tuple[bool, bool] | None:
+    """What the monitor knows of the whole target, beyond any one session:
+    whether it has shown execution and step events at all (a check of one
+    session reads them). None for a monitor without the tracker: no
+    reduction."""
+    tracker = getattr(monitor, "tracker", None)
+    if tracker is None:
+        return None
+    return (tracker.emits_exec, tracker.emits_steps)
+
+
+def canonical(action: Action, key: Any) -> tuple[Any, ...]:
+    """An eligible action as the merge key names things: its session by
+    rank, its input ID by the local name the key gave it (or ``fresh``), the
+    rest of its label as it is. Two states with one key (untied) give their
+    corresponding actions one canonical form."""
+    session = action.session
+    assert session is not None
+    ident = action.ident
+    label = action.label
+    if ident is None:
+        name: Any = None
+    else:
+        local = key.names.get(session, {}).get(ident)
+        name = "fresh" if local is None else local
+        label = label.replace(ident, "#")
+    return (key.ranks[session], label.replace("(" + session, "(@", 1), name)
+
+
+# --- the search --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -809,24 +855,63 @@ class _Level:
     merge: str
     now: int
     last: bool  # at the bound: children are counted, never expanded
-    pool: int = POOL
+    pool: int
+    reduce: bool  # sleep sets
+    root: tuple[State, Any, int]  # the state after the prefix, its monitor (or pickle), length
 
     def wanted(self, found: list[Any]) -> list[Any]:
         return _wanted(found, self.invariant)
 
 
-def _wanted(found: list[Any], invariant: str | None) -> list[Any]:
-    """The violations the search stops at: all, or those of ``invariant``."""
-    if invariant is None:
-        return found
-    return [v for v in found if v.invariant == invariant]
+def _take_label(state: State, label: str, now: int, level: _Level, base: int) -> Transition:
+    """Take the action with this label again (replaying a path)."""
+    plain, _, point = label.partition("@")
+    for action in requests(state, level.names, now, level.enabled, level.pool):
+        if action.label == plain:
+            if point:
+                action = Action(label, action.op, point, action.session, action.ident, "failpoints")
+            return take(state, action, now, level.step_limit, base)
+    raise RuntimeError(f"replay: no action {label!r} at depth {now}")
 
 
-# One judged transition: (position of its node in the chunk, its steps, the
-# violations it revealed, the key it reached (None: an error reply, or in
-# shared mode a key already seen), the child's state and frozen monitor (a
-# new key below the bound), the end-of-run violations of a new key).
-_Record = tuple[int, tuple[Step, ...] | None, list[Any], Any, State | None, Any, list[Any]]
+class _Replay:
+    """The states and monitors along a path, rebuilt from the root by
+    replaying its labels. The frontier keeps only labels (a few bytes per
+    node, where a state and monitor are kilobytes); consecutive nodes share
+    all but their last labels, so a chunk replays about one transition per
+    node."""
+
+    def __init__(self, level: _Level) -> None:
+        state, monitor, length = level.root
+        if isinstance(monitor, bytes):
+            monitor = pickle.loads(monitor)
+        self.level = level
+        self.copy = _copier(monitor)
+        self.stack: list[tuple[str | None, State, Any, int]] = [(None, state, monitor, length)]
+
+    def to(self, labels: tuple[str, ...]) -> tuple[State, Any, int]:
+        stack = self.stack
+        same = 0
+        while same < len(labels) and same + 1 < len(stack) and stack[same + 1][0] == labels[same]:
+            same += 1
+        del stack[same + 1 :]
+        for depth in range(same, len(labels)):
+            _, state, monitor, length = stack[-1]
+            t = _take_label(state, labels[depth], depth + 1, self.level, length)
+            child = self.copy(monitor)
+            _feed(child, t.steps)
+            stack.append((labels[depth], t.state, child, length + len(t.steps)))
+        _, state, monitor, length = stack[-1]
+        return state, monitor, length
+
+
+# A chunk's result: the judged transitions that matter to the search, the
+# number judged, and the number slept (pruned by sleep sets). A record is
+# (position of its node in the chunk, the action's label, the violations it
+# revealed, the key it reached, the child's sleep set in canonical form, the
+# end-of-run violations of a key new to the chunk or None).
+_Record = tuple[int, str, list[Any], Any, frozenset[Any], list[Any] | None]
+_Chunk = tuple[list[_Record], int, int]
 
 CHUNK = 64
 """Frontier nodes per chunk: the unit of work sent to a worker, and the most
@@ -834,81 +919,118 @@ judged transitions held before they are merged."""
 
 
 def _expand_chunk(
-    level: _Level, nodes: list[tuple[State, _Frozen, int]], seen: set[Any] | None = None
-) -> list[_Record]:
-    """Judge every transition of the nodes, in order; stop at the first
-    transition that reveals a violation (end-of-run violations of a new key
-    do not stop it). ``seen``: the search's own set of visited keys (in process;
-    only new keys are returned), or None in a worker, which returns every
-    key with the child of its first occurrence in the chunk, and lets the
-    search tell which are new."""
-    shared = seen is not None
-    local: set[Any] = seen if seen is not None else set()
-    cache: FormCache = {}
-    if level.merge == "sound":
-        from .canon import fingerprint, merge_key
+    level: _Level, nodes: list[tuple[tuple[str, ...], frozenset[Any]]], seen: set[Any] | None = None
+) -> _Chunk:
+    """Judge every transition of the nodes, in order (those a sleep set
+    holds aside excepted); stop at the first transition that reveals a
+    violation (end-of-run violations of a new key do not stop it). ``seen``:
+    the keys the search knows (in process), so that the end-of-run checks
+    run once per key."""
+
+    replay = _Replay(level)
+    copy_of = replay.copy
+    models: ModelCache = {}
+    forms: FormCache = {}
+    local: set[Any] = set()
     out: list[_Record] = []
-    for at, (source, frozen, length) in enumerate(nodes):
-        for t in transitions(
-            source, level.names, level.now, level.step_limit, level.enabled, length, level.pool
-        ):
-            child, found = _judge(frozen, t.steps)
-            found = level.wanted(found)
-            if found:
-                out.append((at, t.steps, found, None, None, None, []))
-                return out
-            if t.state is source:  # an error reply: nothing changed
-                out.append((at, None, [], None, None, None, []))
+    judged = slept = 0
+    sound = level.merge == "sound"
+    names, now, step_limit, enabled, pool = (
+        level.names,
+        level.now,
+        level.step_limit,
+        level.enabled,
+        level.pool,
+    )
+    for at, (labels, sleep) in enumerate(nodes):
+        state, monitor, length = replay.to(labels)
+        known = facts(monitor)
+        reduce = level.reduce and sound and known is not None
+        asleep: list[Action] = []
+        if reduce and sleep:
+            key = compute(state, monitor, models)
+            asleep = [
+                a
+                for a in requests(state, names, now, enabled, pool)
+                if eligible(a) and canonical(a, key) in sleep
+            ]
+        aside = {a.label for a in asleep}
+        explored: list[Action] = []  # judged here, eligible and clean: may sleep in later siblings
+        scratch = None
+        for t in transitions(state, names, now, step_limit, enabled, length, pool):
+            action = t.action
+            if action.label in aside:
+                slept += 1
                 continue
-            if level.merge == "sound":
-                key: Any = fingerprint(merge_key(t.state, child))
+            judged += 1
+            if t.state is state:  # an error reply: nothing changed, the monitor neither
+                if scratch is None:
+                    scratch = copy_of(monitor)
+                found = _feed(scratch, t.steps)
+                if level.wanted(found):
+                    out.append((at, action.label, level.wanted(found), None, frozenset(), None))
+                    return out, judged, slept
+                if reduce and not found and eligible(action):
+                    explored.append(action)
+                continue
+            child = copy_of(monitor)
+            found = _feed(child, t.steps)
+            wanted = level.wanted(found)
+            if wanted:
+                out.append((at, action.label, wanted, None, frozenset(), None))
+                return out, judged, slept
+            canon: frozenset[Any] = frozenset()
+            commutes = reduce and not found and eligible(action) and facts(child) == known
+            if sound:
+                child_key = compute(t.state, child, models)
+                digest: Any = child_key.digest
+                if commutes and not level.last:
+                    if not child_key.tied:
+                        canon = frozenset(
+                            canonical(b, child_key)
+                            for b in (*asleep, *explored)
+                            if b.session != action.session
+                        )
             elif level.merge == "fold":
-                key = model_key(t.state)
+                digest = model_key(t.state)
             else:
-                key = state_key(t.state, cache=cache)
-            if key in local:
-                out.append((at, None, [], None if shared else key, None, None, []))
-                continue
-            local.add(key)
-            # Frozen first (the child's own children thaw copies of it), then
-            # the live monitor is finished in place: no copy. At the bound the
-            # child is never expanded: only its key and verdicts are kept.
-            kept = None if level.last else _Frozen(child)
-            end = level.wanted(_judge_end(child, consume=True))
-            out.append((at, t.steps, [], key, None if level.last else t.state, kept, end))
-            # An end-of-run violation does not stop the chunk: in a worker the
-            # key may be known to the search already, which then goes on.
-    return out
-
-
-def _payload(chunk: list[_Node]) -> list[tuple[State, _Frozen, int]]:
-    return [(n.state, n.monitor, n.length) for n in chunk]  # type: ignore[misc]
+                digest = state_key(t.state, cache=forms)
+            end = None
+            if digest not in local and (seen is None or digest not in seen):
+                local.add(digest)
+                end = level.wanted(_judge_end(child))
+            out.append((at, action.label, [], digest, canon, end))
+            if commutes:
+                explored.append(action)
+    return out, judged, slept
 
 
 def _expanded(
-    frontier: list[_Node], level: _Level, visited: set[Any], executor: Any, jobs: int
-) -> Iterator[tuple[list[_Node], list[_Record]]]:
-    """Each chunk of the frontier with its judged transitions, in frontier
-    order: in process against ``visited``, or on ``executor`` (a few chunks
-    per worker in flight, results taken back in order, so the search is the
-    same whatever the number of workers)."""
-    chunks = [frontier[i : i + CHUNK] for i in range(0, len(frontier), CHUNK)]
+    chunks: int,
+    payload: Callable[[int], list[tuple[tuple[str, ...], frozenset[Any]]]],
+    level: _Level,
+    visited: set[Any],
+    executor: Any,
+    jobs: int,
+) -> Iterator[tuple[int, _Chunk]]:
+    """Each chunk's judged transitions, in frontier order: in process, or on
+    ``executor`` (a few chunks per worker in flight, results taken back in
+    order, so the search is the same whatever the number of workers).
+    ``payload(k)`` is chunk ``k``'s nodes (built when it is sent)."""
     if executor is None:
-        for chunk in chunks:
-            yield chunk, _expand_chunk(level, _payload(chunk), visited)
+        for k in range(chunks):
+            yield k, _expand_chunk(level, payload(k), visited)
         return
-    from ..sim.executor import result
 
-    flight: deque[tuple[list[_Node], Any]] = deque()
+    flight: deque[tuple[int, Any]] = deque()
     sent = 0
     try:
-        while sent < len(chunks) or flight:
-            while sent < len(chunks) and len(flight) < 2 * jobs:
-                chunk = chunks[sent]
+        while sent < chunks or flight:
+            while sent < chunks and len(flight) < 2 * jobs:
+                flight.append((sent, executor.submit(_expand_chunk, level, payload(sent))))
                 sent += 1
-                flight.append((chunk, executor.submit(_expand_chunk, level, _payload(chunk))))
-            chunk, future = flight.popleft()
-            yield chunk, result(future)
+            k, future = flight.popleft()
+            yield k, result(future)
     finally:
         for _, future in flight:
             future.cancel()
@@ -927,13 +1049,14 @@ def explore(
     jobs: int = 1,
     pool: int = POOL,
     tick: Tick | None = None,
+    reduce: bool = True,
 ) -> ExploreResult:
     """Breadth-first search of every interleaving up to ``depth`` operations.
 
     Stops at the first violation (on a shortest path, by BFS). ``progress``
     is called after each depth with (depth, distinct states, transitions).
     ``merge``: ``sound`` (the default) merges paths by
-    :func:`~inboxsim.search.canon.merge_key`, the model's fold together with
+    :func:`~inboxsim.search.canon.compute`, the model's fold together with
     what the monitor will read later: paths with one key have the same
     futures, so the search is exhaustive for the bound. ``log`` (the whole
     event log, :func:`state_key`) and ``fold`` (:func:`model_key`) leave the
@@ -947,7 +1070,10 @@ def explore(
     input IDs per session (part of the world's bound). ``tick`` is called
     within a level, after each chunk of its frontier, with (depth, frontier
     nodes expanded, frontier size, distinct states, transitions): a level
-    of a big search takes most of an hour.
+    of a big search takes most of an hour. ``reduce``: sleep sets (with the
+    sound merge only): a transition that commutes with one already judged
+    is not judged again; the same states, the same shortest violations
+    (module docstring), fewer transitions.
     """
     if merge not in MERGES:
         raise ValueError(f"unknown merge {merge!r}; known: {', '.join(MERGES)}")
@@ -966,19 +1092,17 @@ def explore(
         merge,
         pool,
         tick,
+        reduce and merge == "sound",
     )
     if jobs == 1:
         return search(None, 1)
     from concurrent.futures.process import BrokenProcessPool
 
-    from ..errors import HarnessError
-    from ..sim.executor import open_executor
-
     try:
         pickle.dumps(monitor(policy, {}))
-    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+    except (pickle.PicklingError, TypeError, AttributeError):
         raise HarnessError(
-            f"explore --jobs {jobs}: the monitor does not pickle ({exc}); use --jobs 1"
+            f"explore --jobs {jobs}: the monitor does not pickle; use --jobs 1"
         ) from None
     preload = ["inboxsim.search.explore", "inboxsim.search.canon", "inboxsim.invariants"]
     try:
@@ -1003,6 +1127,7 @@ def _search(
     merge: str,
     pool: int,
     tick: Tick | None,
+    reduce: bool,
     executor: Any,
     jobs: int,
 ) -> ExploreResult:
@@ -1018,49 +1143,77 @@ def _search(
         tuple(f for f in FAMILIES if f in enabled),
         hello=hello,
         pool=pool,
+        reduction="sleep sets" if reduce else "none",
     )
-    root_monitor, found = _judge(monitor(policy, hello), prefix)
-    found = _wanted(found, invariant)
+    root_monitor = monitor(policy, hello)
+    found = _wanted(_feed(root_monitor, prefix), invariant)
     if found:
         result.violations, result.trace = found, tuple(prefix)
         return _done(result, started)
     if merge == "sound":
-        from .canon import fingerprint, merge_key
-
-        visited: set[Any] = {fingerprint(merge_key(state, root_monitor))}
+        visited: set[Any] = {compute(state, root_monitor).digest}
     else:
         visited = {model_key(state) if merge == "fold" else state_key(state)}
-    frontier = [_Node(state, _Frozen(root_monitor), None, (), len(prefix))]
+    shipped: Any = root_monitor
+    if executor is not None:
+        shipped = pickle.dumps(root_monitor, protocol=pickle.HIGHEST_PROTOCOL)
+    root = (state, shipped, len(prefix))
+    # Each level's nodes as (index of the parent in the level before, label):
+    # the frontier is labels only, and a node's path is read up the levels.
+    levels: list[list[tuple[int, str]]] = [[(-1, "")]]
+    sleeps: list[frozenset[Any]] = [frozenset()]
     result.states = 1
-    shared = executor is None
+
+    def labels_of(k: int) -> tuple[str, ...]:
+        out = []
+        for nodes in reversed(levels[1:]):
+            parent, label = nodes[k]
+            out.append(label)
+            k = parent
+        return tuple(reversed(out))
+
     for now in range(1, depth + 1):
-        level = _Level(names, step_limit, enabled, invariant, merge, now, now == depth, pool)
-        fresh: list[_Node] = []
+        level = _Level(
+            names, step_limit, enabled, invariant, merge, now, now == depth, pool, reduce, root
+        )
+        frontier = levels[-1]
+        payload = partial(_payload, labels_of, sleeps, len(frontier))
+        chunks = (len(frontier) + CHUNK - 1) // CHUNK
+        fresh: list[tuple[int, str]] = []
+        fresh_sleeps: list[frozenset[Any]] = []
+        here: dict[Any, int] = {}  # this level's new keys -> their place in ``fresh``
+        interned: dict[frozenset[Any], frozenset[Any]] = {}
         new_at_bound = expanded = 0
-        for chunk, records in _expanded(frontier, level, visited, executor, jobs):
-            for at, steps, found, key, child_state, kept, end in records:
-                result.transitions += 1
-                node = chunk[at]
-                if key is None and not found:
-                    continue  # an error reply, or (in process) a known key
-                if not shared and not found:
-                    if key in visited:
-                        continue  # its end checks were judged when first seen
-                    visited.add(key)
-                if found or end:
-                    assert steps is not None
-                    child = _Node(None, None, node, steps, node.length + len(steps))
-                    result.violations, result.trace = found or end, path(child, prefix)
-                    result.depth_reached, result.states = now, len(visited)
+        for k, (records, judged, slept) in _expanded(
+            chunks, payload, level, visited, executor, jobs
+        ):
+            result.transitions += judged
+            result.slept += slept
+            for at, label, found, key, canon, end in records:
+                parent = k * CHUNK + at
+                if found or (key not in visited and end):
+                    labels = (*labels_of(parent), label)
+                    result.violations = found or end  # type: ignore[assignment]
+                    result.trace = _trace(level, prefix, labels)
+                    result.depth_reached = now
+                    result.states = len(visited) + (0 if found else 1)
                     return _done(result, started)
+                place = here.get(key)
+                if place is not None:  # one more path to a key new at this level
+                    if not level.last:
+                        kept = fresh_sleeps[place] & canon
+                        fresh_sleeps[place] = interned.setdefault(kept, kept)
+                    continue
+                if key in visited:
+                    continue  # reached at an earlier level: its futures are covered
+                visited.add(key)
                 if level.last:
                     new_at_bound += 1
-                else:
-                    assert steps is not None
-                    fresh.append(_Node(child_state, kept, node, steps, node.length + len(steps)))
-            for node in chunk:  # its children have their own copies
-                node.state = node.monitor = None
-            expanded += len(chunk)
+                    continue
+                here[key] = len(fresh)
+                fresh.append((parent, label))
+                fresh_sleeps.append(interned.setdefault(canon, canon))
+            expanded += min(CHUNK, len(frontier) - k * CHUNK)
             if tick is not None:
                 tick(now, expanded, len(frontier), len(visited), result.transitions)
         grown = len(fresh) + new_at_bound
@@ -1073,8 +1226,29 @@ def _search(
         if not grown:
             result.complete = True
             break
-        frontier = fresh
+        levels.append(fresh)
+        sleeps = fresh_sleeps
     return _done(result, started)
+
+
+def _payload(
+    labels_of: Callable[[int], tuple[str, ...]], sleeps: list[frozenset[Any]], size: int, chunk: int
+) -> list[tuple[tuple[str, ...], frozenset[Any]]]:
+    """Chunk ``chunk`` of a frontier of ``size`` nodes: each node's path and sleep set."""
+    start = chunk * CHUNK
+    return [(labels_of(k), sleeps[k]) for k in range(start, min(start + CHUNK, size))]
+
+
+def _trace(level: _Level, prefix: Sequence[Step], labels: tuple[str, ...]) -> tuple[Step, ...]:
+    """The full trace of a path, from hello: the prefix, then its labels
+    replayed."""
+    state, _, length = level.root
+    steps = list(prefix)
+    for depth, label in enumerate(labels, start=1):
+        t = _take_label(state, label, depth, level, length)
+        steps.extend(t.steps)
+        state, length = t.state, length + len(t.steps)
+    return tuple(steps)
 
 
 def _done(result: ExploreResult, started: float) -> ExploreResult:
@@ -1091,7 +1265,6 @@ def violation_wire(v: Any) -> dict[str, Any]:
 
 def result_document(result: ExploreResult, out: str | None) -> dict[str, Any]:
     """The ``explore --json`` document."""
-    from ..trace.record import step_wire
 
     return {
         "policy": result.policy,
@@ -1118,18 +1291,11 @@ def result_document(result: ExploreResult, out: str | None) -> dict[str, Any]:
 def render_counterexample(
     result: ExploreResult, policy: Policy, expect: bool = False
 ) -> tuple[str, str]:
-    """The shortest counterexample as file text, and its format: a scenario
-    TOML file when the renderer is available, else the trace's steps as JSON
-    lines (``trace/record.py`` ``step_wire``). Like ``shrink``'s, the scenario
-    is a regression test (``inboxsim run`` fails on it while the bug is
-    there); ``expect=True`` writes ``expect_violation`` instead."""
+    """The shortest counterexample as file text, and its format (a scenario
+    TOML file). Like ``shrink``'s, the scenario is a regression test
+    (``inboxsim run`` fails on it while the bug is there); ``expect=True``
+    writes ``expect_violation`` instead."""
     first = result.violations[0]
-    try:
-        from ..scenarios.render import write_scenario
-    except ImportError:
-        from ..trace.record import canonical, step_wire
-
-        return "".join(canonical(step_wire(s)) + "\n" for s in result.trace), "jsonl"
     text = write_scenario(
         result.trace,
         policy,
@@ -1179,7 +1345,6 @@ def summary_lines(result: ExploreResult, out: str | None) -> list[str]:
 
 
 def _reply_text(step: Step) -> str:
-    from ..trace.record import reply_wire
 
     if step.kind == "crash":
         return "killed"

@@ -217,3 +217,64 @@ def test_poison_fires_on_an_attribute_that_is_memory() -> None:
         for step in trace.steps:
             monitor.feed(step)
             checker.open_since = _Poison()  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("policy_name", ["g4", "g5"])
+def test_a_monitor_clone_judges_on_its_own(policy_name: str) -> None:
+    """``Monitor.clone`` (what the explorer copies per transition): fed the
+    rest of a trace, a clone finds what an untouched monitor finds, and the
+    monitor it was cloned from does not change (its pickle is the same)."""
+    policy = PRESETS[policy_name]
+    cloned = 0
+    for seed in range(6):
+        trace = run_seed(seed, policy, RunOptions(ops=60)).trace
+        steps = trace.steps
+        monitor = Monitor(policy, trace.header.hello)
+        for i, step in enumerate(steps):
+            monitor.feed(step)
+            if i % 10:
+                continue
+            before = pickle.dumps(monitor)
+            clone = monitor.clone()
+            reference = pickle.loads(before)
+            rest = steps[i + 1 :]
+            assert [v.invariant for s in rest for v in clone.feed(s)] == [
+                v.invariant for s in rest for v in reference.feed(s)
+            ]
+            assert [v.invariant for v in clone.finish(True)] == [
+                v.invariant for v in reference.finish(True)
+            ]
+            assert pickle.dumps(monitor) == before
+            cloned += 1
+    assert cloned >= 12
+
+
+def test_the_key_writers_know_the_classes_they_write() -> None:
+    """The per-class writers name each class's attributes; a class that
+    grows one is written in full instead (sound, slower): this test says
+    when the writers fall behind."""
+    from inboxsim.invariants import tracker
+    from inboxsim.model import state, store, values
+    from inboxsim.search import canon
+    from inboxsim.trace import record as trace
+
+    def slots_of(cls: type) -> tuple[str, ...]:
+        names: list[str] = []
+        for klass in reversed(cls.__mro__):
+            declared = klass.__dict__.get("__slots__", ())
+            names.extend((declared,) if isinstance(declared, str) else declared)
+        return tuple(n for n in names if n != "__weakref__")
+
+    classes = {
+        "SessionLog": store.SessionLog,
+        "Receipt": values.Receipt,
+        "Message": values.Message,
+        "Call": values.Call,
+        "Run": state.Run,
+        "Owner": store.Owner,
+    }
+    for name, cls in classes.items():
+        assert slots_of(cls) == canon._MODEL_SLOTS[name], name
+    for name, slots in canon._MONITOR_SLOTS.items():
+        cls = getattr(tracker, name, None) or getattr(trace, name)
+        assert slots_of(cls) == slots, name
