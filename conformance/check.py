@@ -724,7 +724,7 @@ def conformance(
         out = Path(repro_dir) if repro_dir is not None else Path("inboxsim-repros")
         for item, what in failing[: max(0, shrink)]:
             say(f"conformance: shrinking {item.kind} {item.item} through the adapter")
-            _attach_repro(
+            attach_repro(
                 item,
                 what,
                 argv,
@@ -741,7 +741,7 @@ def conformance(
     return report
 
 
-def _attach_repro(
+def attach_repro(
     item: Item,
     what: Any,
     argv: list[str],

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from inboxsim.conformance.check import SHRINKABLE, _attach_repro, conformance, scenario_item
+from inboxsim.conformance.check import SHRINKABLE, attach_repro, conformance, scenario_item
 from inboxsim.invariants.registry import REGISTRY, expected
 from inboxsim.model import load_policy
 from inboxsim.scenarios.load import load_library
@@ -79,7 +79,7 @@ def test_scenario(
         LIBRARY[scenario], cfg.command, policy, cfg.policy, cfg.timeout, tmp_path
     )
     if item.verdict in SHRINKABLE and cfg.shrink_seconds > 0:
-        _attach_repro(
+        attach_repro(
             item,
             LIBRARY[scenario],
             cfg.command,
