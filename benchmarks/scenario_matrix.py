@@ -3,7 +3,7 @@
 A breaker is a policy preset (the scenario runs on the model under it, in
 process) or a planted bug of the SQLite inbox (the scenario runs straight on
 the SQLite adapter with that mutant switched on, no lockstep with the model):
-``inboxsim.scenarios.breakers``. Each cell says whether the scenario failed
+``inboxsim.conformance.breakers``. Each cell says whether the scenario failed
 and at which step (its earliest failed expectation or violated invariant),
 or ``protocol error`` (which does not count as a break).
 
@@ -37,7 +37,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from inboxsim.scenarios.breakers import breaker_names, failing_step, run_against
+from inboxsim.conformance.breakers import breaker_names, failing_step, run_against
 from inboxsim.scenarios.load import library_key, library_paths, load_scenario, select_library
 
 

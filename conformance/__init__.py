@@ -13,6 +13,7 @@ The package holds conformance in all its forms: :mod:`.check` (lockstep
 conformance against an adapter: the library, a seeded sweep, each failure
 shrunk), :mod:`.mutants` (the planted bugs of the SQLite implementation and
 the check that conformance kills each), :mod:`.validate` (a durable log written
-outside the harness, judged) and :mod:`.opencode_db` (a real OpenCode
-database, read-only), beside the pytest plugin and its tests.
+outside the harness, judged), :mod:`.opencode_db` (a real OpenCode
+database, read-only) and :mod:`.breakers` (a scenario run against what breaks
+it: a preset or a planted bug), beside the pytest plugin and its tests.
 """

@@ -21,14 +21,14 @@ import itertools
 from pathlib import Path
 
 from ..model import PRESETS, Policy
+from ..scenarios.load import LoadedScenario, resolve_policy
+from ..scenarios.runner import ScenarioResult, run_scenario
 from ..targets.target import Target
-from .load import LoadedScenario, resolve_policy
-from .runner import ScenarioResult, run_scenario
 
 
 def breaker_names() -> list[str]:
     """Every breaker: the presets, then the SQLite inbox's planted bugs."""
-    from ..conformance.mutants import MUTANTS
+    from .mutants import MUTANTS
 
     return [*PRESETS, *MUTANTS]
 
@@ -44,8 +44,8 @@ def run_against(
         return run_scenario(loaded, PRESETS[breaker])
     if breaker.endswith(".toml"):  # a policy file, relative to the scenario file
         return run_scenario(loaded, resolve_policy(breaker, loaded.origin))
-    from ..conformance.mutants import mutant_command
     from ..targets.adapter import AdapterTarget
+    from .mutants import mutant_command
 
     argv, _ = mutant_command(breaker or None)  # "": the correct build (the control)
     counter = itertools.count()
