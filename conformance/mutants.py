@@ -211,6 +211,20 @@ def _parse(text: str) -> dict[str, Mutant]:
 
 MUTANTS: dict[str, Mutant] = _parse(CATALOGUE)
 
+# Race bugs (issue 19): each is right when requests come one at a time and
+# wrong only when two overlap, so sequential conformance cannot kill them (they
+# stay out of MUTANTS and its kill matrix); the group driver with pause points
+# does (tests/test_sqlite_races.py).
+RACE_CATALOGUE = """
+race-retry-check-then-insert | retry
+    an exact retry's "is this ID known?" check and the admission's insert run in two
+    transactions: two concurrent first sends of one ID both insert
+race-seq-read-then-write | ordering
+    an admission without an ID reads the session's next seq in one transaction and writes
+    it back in another: a concurrent admission's seq is taken twice
+"""
+RACES: dict[str, Mutant] = _parse(RACE_CATALOGUE)
+
 
 def mutant_command(name: str | None) -> tuple[list[str], dict[str, str]]:
     """The SQLite adapter's command line and the environment that switch the

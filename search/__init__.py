@@ -13,7 +13,9 @@ the Hypothesis state machine, and the linearizability checker.
   only :mod:`inboxsim.model`. :func:`linearize` takes a :class:`Group` and returns
   :class:`Legal` with an order that explains everything the target showed, or
   :class:`Illegal` with the orders tried and why each failed; ``linearize.py``
-  says how and why the search is sound.
+  says how and why the search is sound;
+- :mod:`.groups`: the group driver, concurrent groups sent to a target and each
+  judged by :func:`linearize`.
 
 The names below are the linearizability checker's; the other modules are imported
 by name.

@@ -62,6 +62,7 @@ from ..model.values import canonical_json, parse_json
 from ..trace.decode import call_from_wire, message_from_wire, pending_from_wire
 from ..trace.record import NOTHING, MessageView, Observed, PendingView
 from .adapter_process import AdapterProcess, Eof, Timeout, TooLong, stderr_tail
+from .group import GroupReply
 from .protocol import PROTOCOL_VERSION, RESPONSE, RESULTS, ProtocolError, describe
 
 DEFAULT_TIMEOUT = 10.0
@@ -228,6 +229,87 @@ class AdapterTarget:
             if op.step_limit is not None:  # what restarts send from now on
                 self.step_limit = op.step_limit
         return reply, self._observe(op, reply, everything=fresh or isinstance(op, Hello))
+
+    def group(self, ops: list[Op], schedule: list[int] | None) -> tuple[GroupReply, Observed]:
+        """A concurrent group (``docs/protocol.md``, "Groups"): the requests
+        go out in one ``group`` request, with the schedule when the adapter
+        has pause points; then everything is observed, as after a restart."""
+        self._usable()
+        now = max(op.now for op in ops)
+        self._now = max(self._now, now)
+        if self._proc is None:
+            self._start()
+            self._hello()
+        if "group" not in self.features:
+            raise ValueError(f"{self.name} does not list the feature 'group'")
+        members = []
+        for op in ops:
+            self._rid += 1
+            members.append({"rid": self._rid, **op.to_wire(), "now": now})
+        wire: dict[str, Any] = {"op": "group", "now": now, "requests": members}
+        if schedule is not None and "pause_points" in self.features:
+            wire["schedule"] = list(schedule)
+        response = self._exchange(wire, None)
+        assert response is not None
+        if not response["ok"]:
+            error = response["error"]
+            self._fail(
+                ProtocolError(
+                    f"{self.name}: group refused with {error['code']}: {error['message']} "
+                    f"(request rid={response['rid']} op=group)",
+                    op="group",
+                    rid=response["rid"],
+                )
+            )
+        outcomes = self._outcomes(members, response)
+        for op, outcome in zip(ops, outcomes, strict=True):
+            if isinstance(op, (Create, Fork)) and outcome is not None and outcome.get("ok"):
+                sid = op.child if isinstance(op, Fork) else op.session
+                if sid not in self._last_seq:
+                    self._sessions.append(sid)
+                    self._last_seq[sid] = -1
+        reply = GroupReply(outcomes, list(response["result"].get("pauses", [])))
+        return reply, self._observe(None, None, everything=True)
+
+    def _outcomes(
+        self, members: list[dict[str, Any]], response: dict[str, Any]
+    ) -> list[dict[str, Any] | None]:
+        """Each member's outcome, checked: in order, one per request, a reply
+        valid for its op, or unknown."""
+        got = response["result"]["outcomes"]
+        rid = response["rid"]
+
+        def fail(what: str) -> NoReturn:
+            self._fail(
+                ProtocolError(
+                    f"{self.name}: group {what} (request rid={rid} op=group)", op="group", rid=rid
+                )
+            )
+
+        if len(got) != len(members):
+            fail(f"answered {len(got)} outcomes for {len(members)} requests")
+        out: list[dict[str, Any] | None] = []
+        for member, outcome in zip(members, got, strict=True):
+            if outcome["rid"] != member["rid"]:
+                fail(f"outcome has rid {outcome['rid']}, expected {member['rid']} at its place")
+            if outcome.get("unknown"):
+                if "ok" in outcome or "completed" in outcome:
+                    fail(f"outcome of rid {member['rid']} is unknown yet has a reply or completion")
+                out.append(outcome)
+                continue
+            if "completed" not in outcome or not isinstance(outcome.get("ok"), bool):
+                fail(f"outcome of rid {member['rid']} needs ok and completed, or unknown")
+            if outcome["ok"]:
+                try:
+                    outcome["result"] = RESULTS[member["op"]].validate_python(outcome.get("result"))
+                except ValidationError as exc:
+                    fail(
+                        f"malformed {member['op']} result for rid {member['rid']}: {describe(exc)}"
+                    )
+            elif "error" not in outcome:
+                fail(f"outcome of rid {member['rid']} has ok false and no error")
+            out.append(outcome)
+        return out
 
     def kill(self) -> Observed:
         """SIGKILL the adapter between requests, start it again on the same

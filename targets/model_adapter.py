@@ -39,6 +39,7 @@ from typing import Any, BinaryIO
 
 from ..model import Crashed, Err, Policy, State, apply, initial_state, load_policy, op_from_wire
 from ..model.policy import PolicyError
+from .group import PAUSE_POINTS, serve_group
 from .request_check import valid
 
 # pydantic and the protocol's validators (targets/protocol.py) are imported only
@@ -84,10 +85,15 @@ class Journal:
             record = json.loads(line)
             if "restart" in record:
                 state = state.crashed()
+            elif "group" in record:
+                state = _group(state, record["group"]).state
             else:
                 state = apply(state, op_from_wire(record["request"]), record.get("crash_at")).state
         self._append({"restart": True})
         return state.crashed()
+
+    def record_group(self, group: dict[str, Any]) -> None:
+        self._append({"group": group})
 
     def record(self, request: dict[str, Any], crash_at: str | None) -> None:
         entry: dict[str, Any] = {"request": request}
@@ -149,6 +155,9 @@ def serve(
         request = doc if valid(doc) else _validated(doc, rid, stdout)
         if request is None:
             continue
+        if request["op"] == "group":
+            state = _serve_group(state, request, journal, stdout)
+            continue
         wire = {k: v for k, v in request.items() if k not in ("rid", "crash_at")}
         crash_at = request.get("crash_at")
         outcome = apply(state, op_from_wire(wire), crash_at)
@@ -170,9 +179,47 @@ def serve(
                 "error": {"code": reply.code, "message": reply.message},
             }
         else:
-            response = {"rid": rid, "ok": True, "result": reply.result}
+            result = reply.result
+            if wire["op"] == "hello":  # the adapter's own features: groups, served by the model
+                result = {
+                    **result,
+                    "features": [*result["features"], "group", "pause_points"],
+                    "pause_points": list(PAUSE_POINTS),
+                }
+            response = {"rid": rid, "ok": True, "result": result}
         _respond(stdout, response)
     return 0
+
+
+def _group(state: State, request: dict[str, Any]) -> Any:
+    members = request["requests"]
+    ops = [op_from_wire({k: v for k, v in m.items() if k != "rid"}) for m in members]
+    return serve_group(state, ops, [m["rid"] for m in members], request.get("schedule", []))
+
+
+def _serve_group(
+    state: State, request: dict[str, Any], journal: Journal, stdout: BinaryIO
+) -> State:
+    """A group (docs/protocol.md, "Groups"): journalled whole, then answered."""
+    members = request["requests"]
+    why = None
+    if any(m["now"] != request["now"] for m in members):
+        why = "every request of a group carries the group's now"
+    elif len({m["rid"] for m in members}) != len(members):
+        why = "the requests of a group need distinct rids"
+    code = "invalid_request"
+    if any("crash_at" in m for m in members):
+        code, why = "unsupported", "this adapter takes no crash_at inside a group"
+    if why is not None:
+        error = {"code": code, "message": why}
+        _respond(stdout, {"rid": request["rid"], "ok": False, "error": error})
+        return state
+    served = _group(state, request)
+    if changed(state, served.state):
+        journal.record_group({k: v for k, v in request.items() if k != "rid"})
+    result = {"outcomes": served.outcomes, "pauses": served.pauses}
+    _respond(stdout, {"rid": request["rid"], "ok": True, "result": result})
+    return served.state
 
 
 def _validated(doc: dict[str, Any], rid: int, stdout: BinaryIO) -> dict[str, Any] | None:

@@ -277,6 +277,41 @@ class CrashRequest(TypedDict):
     crash_at: NotRequired[Failpoint]
 
 
+# --- the concurrent step (features group and pause_points) -----------------------
+# A group's requests are the ordinary ones except hello, crash and group itself;
+# each carries its own rid and the group's one now (docs/protocol.md, "Groups").
+
+Member = Annotated[
+    CreateRequest
+    | PromptRequest
+    | SyntheticRequest
+    | CompactRequest
+    | ResumeRequest
+    | InterruptRequest
+    | CallsRequest
+    | AnswerRequest
+    | ForkRequest
+    | RevertStageRequest
+    | RevertClearRequest
+    | RevertCommitRequest
+    | LogRequest
+    | MessagesRequest
+    | PendingRequest,
+    Field(discriminator="op"),
+]
+
+
+@with_config(_REQUEST)
+class GroupRequest(TypedDict):
+    rid: int
+    op: Literal["group"]
+    now: int
+    requests: Annotated[list[Member], Field(min_length=1)]
+    # feature pause_points: the harness's choices, each taken modulo the options
+    # open when every running request is parked (docs/protocol.md, "Pause points")
+    schedule: NotRequired[list[Annotated[int, Field(ge=0)]]]
+
+
 Request = Annotated[
     HelloRequest
     | CreateRequest
@@ -294,11 +329,18 @@ Request = Annotated[
     | LogRequest
     | MessagesRequest
     | PendingRequest
-    | CrashRequest,
+    | CrashRequest
+    | GroupRequest,
     Field(discriminator="op"),
 ]
 
 # --- results and their entries -------------------------------------------------
+
+
+@with_config(_CLOSED)
+class ErrorBody(TypedDict):
+    code: ErrorCode
+    message: str
 
 
 @with_config(_OPEN)
@@ -307,6 +349,7 @@ class HelloResult(TypedDict):
     implementation: str
     features: list[str]
     step_limit: int
+    pause_points: NotRequired[list[str]]  # feature pause_points: the points it declares
 
 
 @with_config(_OPEN)
@@ -392,6 +435,36 @@ class PendingResult(TypedDict):
     pending: list[PendingEntry]
 
 
+@with_config(_OPEN)
+class MemberOutcome(TypedDict):
+    """One request of a group: its reply (``ok`` with ``result`` or ``error``),
+    or ``unknown`` when the implementation died with it in flight; with the
+    adapter's monotonic clock readings (any unit) when it issued the request
+    and when its outcome came back."""
+
+    rid: int
+    ok: NotRequired[bool]
+    result: NotRequired[dict[str, Json]]
+    error: NotRequired[ErrorBody]
+    unknown: NotRequired[Literal[True]]
+    invoked: float
+    completed: NotRequired[float]
+
+
+@with_config(_OPEN)
+class PauseEntry(TypedDict):
+    # the index in the group's requests of the request that passed the point;
+    # absent for the implementation's background work (a runner of its own)
+    request: NotRequired[Annotated[int, Field(ge=0)]]
+    point: str
+
+
+@with_config(_OPEN)
+class GroupResult(TypedDict):
+    outcomes: list[MemberOutcome]
+    pauses: NotRequired[list[PauseEntry]]  # the pause points passed, in order
+
+
 RESULT_OF: dict[str, type] = {
     "hello": HelloResult,
     "create": SessionResult,
@@ -410,15 +483,10 @@ RESULT_OF: dict[str, type] = {
     "messages": MessagesResult,
     "pending": PendingResult,
     "crash": EmptyResult,
+    "group": GroupResult,
 }
 
 # --- the response envelope -----------------------------------------------------
-
-
-@with_config(_CLOSED)
-class ErrorBody(TypedDict):
-    code: ErrorCode
-    message: str
 
 
 @with_config(_CLOSED)

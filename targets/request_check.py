@@ -28,25 +28,45 @@ from typing import Any
 SCHEMA = Path(__file__).parent / "schema" / "protocol-v1.json"
 _IGNORED = frozenset({"title", "description"})
 _KNOWN = frozenset(
-    {"type", "const", "enum", "required", "properties", "additionalProperties", "items", "minimum"}
+    {
+        "type",
+        "const",
+        "enum",
+        "required",
+        "properties",
+        "additionalProperties",
+        "items",
+        "minimum",
+        "minItems",
+        "discriminator",  # with its oneOf: a group's requests, dispatched on op
+        "oneOf",
+    }
 )
 
 
 @cache
-def _requests() -> dict[str, dict[str, Any]]:
-    """op -> its request definition, from the discriminator's mapping."""
-    doc = json.loads(SCHEMA.read_text(encoding="utf-8"))
-    defs = doc["$defs"]
-    mapping = defs["Request"]["discriminator"]["mapping"]
-    return {op: defs[ref.rsplit("/", 1)[-1]] for op, ref in mapping.items()}
+def _defs() -> dict[str, Any]:
+    defs: dict[str, Any] = json.loads(SCHEMA.read_text(encoding="utf-8"))["$defs"]
+    return defs
+
+
+def _dispatch(discriminator: Any, value: Any) -> dict[str, Any] | None:
+    """The definition a discriminated union picks for ``value``, or None."""
+    if not isinstance(discriminator, dict) or not isinstance(value, dict):
+        return None
+    tag = value.get(discriminator.get("propertyName"))
+    ref = discriminator.get("mapping", {}).get(tag) if isinstance(tag, str) else None
+    if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
+        return None
+    found: dict[str, Any] | None = _defs().get(ref.rsplit("/", 1)[-1])
+    return found
 
 
 def valid(request: Any) -> bool:
     """True only when ``request`` certainly validates as a protocol request."""
     if not isinstance(request, dict):
         return False
-    op = request.get("op")
-    schema = _requests().get(op) if isinstance(op, str) else None
+    schema = _dispatch(_defs()["Request"]["discriminator"], request)
     return schema is not None and _check(schema, request)
 
 
@@ -80,6 +100,12 @@ def _check(schema: Any, value: Any) -> bool:
     if "const" in schema and not _same(value, schema["const"]):
         return False
     if "enum" in schema and not any(_same(value, e) for e in schema["enum"]):
+        return False
+    if "discriminator" in schema or "oneOf" in schema:
+        picked = _dispatch(schema.get("discriminator"), value)
+        if picked is None or not _check(picked, value):
+            return False  # (a oneOf without a discriminator is not used by requests)
+    if "minItems" in schema and not (isinstance(value, list) and len(value) >= schema["minItems"]):
         return False
     if "minimum" in schema and not (
         isinstance(value, int) and not isinstance(value, bool) and value >= schema["minimum"]

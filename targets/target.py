@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from ..model import Call, Hello, Op, Policy, Reply, State, apply, initial_state
 from ..model.store import SessionLog
 from ..trace.record import MessageView, Observed, PendingView
+from .group import GroupReply, serve_group
 
 
 class Target(Protocol):
@@ -69,6 +70,14 @@ class ModelTarget:
         outcome = apply(before, op, crash_at)
         self.state = outcome.state
         return outcome.reply, observe(before, outcome.state, outcome.events)
+
+    def group(self, ops: list[Op], schedule: list[int]) -> tuple[GroupReply, Observed]:
+        """A concurrent group under the schedule (``group.py``)."""
+        before = self.state
+        served = serve_group(before, ops, list(range(1, len(ops) + 1)), schedule)
+        self.state = served.state
+        reply = GroupReply(list(served.outcomes), served.pauses)
+        return reply, observe(before, served.state, served.events)
 
     def kill(self) -> Observed:
         before = self.state

@@ -20,19 +20,38 @@ if len(sys.argv) == 3 and sys.argv[1] == "--mutant":  # same as INBOXSIM_MUTANT=
 
 import admission  # noqa: E402
 import history  # noqa: E402
+import interleave  # noqa: E402
 from common import MUTANT, AdapterError, invalid, log  # noqa: E402
 from runner import Runner, check_failpoint  # noqa: E402
 from storage import Store  # noqa: E402
 
 IMPLEMENTATION = "inboxsim-sqlite-inbox 0.1.0"
-FEATURES = ["synthetic", "compaction", "fork", "revert", "resume", "interrupt", "failpoints"]
+FEATURES = [
+    "synthetic",
+    "compaction",
+    "fork",
+    "revert",
+    "resume",
+    "interrupt",
+    "failpoints",
+    "group",
+    "pause_points",
+]
+PAUSE_POINTS = ["start", "begin", "runner"]  # interleave.py says where each is
 
 
 class Adapter:
     def __init__(self, folder: str) -> None:
-        self.store = Store(folder)
-        self.runner = Runner(self.store)
+        self.folder = folder
+        self._store = Store(folder)
+        self.runner = Runner(self._store)
         self.runner.step_limit = int(os.environ.get("INBOXSIM_STEP_LIMIT", "10"))
+
+    @property
+    def store(self) -> Store:
+        """This thread's connection: a group member's own, or the process's."""
+        mine: Store | None = interleave.member_store()
+        return mine if mine is not None else self._store
 
     @property
     def now(self) -> int:
@@ -55,6 +74,7 @@ class Adapter:
             "implementation": IMPLEMENTATION,
             "features": list(FEATURES),
             "step_limit": self.runner.step_limit,
+            "pause_points": PAUSE_POINTS,
         }
 
     def op_create(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -125,6 +145,29 @@ class Adapter:
         data = admission.user_data(req)
         delivery, resume = admission.delivery_of(req), admission.resume_of(req)
         sid = self.store.require(req.get("session"))["id"]
+        if MUTANT == "race-retry-check-then-insert" and ident is not None:
+            with self.store.tx():  # the check, in a transaction of its own
+                unknown = self.store.owner(ident) is None
+            if unknown:  # ... and the insert in another: a racing twin got there first
+                with self.store.tx():
+                    history.commit(self.store, sid, self.now)
+                    receipt = admission.new_admission(
+                        self.store, sid, "user", ident, data, delivery, self.now
+                    )
+                self.after_admission(sid, True, resume)
+                return receipt
+        if MUTANT == "race-seq-read-then-write" and ident is None:
+            with self.store.tx():  # the seq and the ID read in one transaction ...
+                (seq,) = self.store.one("SELECT next_seq FROM session WHERE id = ?", sid) or (0,)
+                ident = self.store.fresh_id("sq_in_")
+            with self.store.tx():  # ... and the seq written back in another
+                self.store.db.execute("UPDATE session SET next_seq = ? WHERE id = ?", (seq, sid))
+                history.commit(self.store, sid, self.now)
+                receipt = admission.new_admission(
+                    self.store, sid, "user", ident, data, delivery, self.now
+                )
+            self.after_admission(sid, True, resume)
+            return receipt
         with self.store.tx():
             retry = ident is not None and self.store.live_owner(ident) == (sid, "user")
             if not (MUTANT == "retry-skips-revert-commit" and retry):
@@ -205,6 +248,43 @@ class Adapter:
         with self.store.tx():
             history.commit(self.store, sid, self.now)
         return {}
+
+    # --- groups: several requests at once (interleave.py) ---------------------------------------
+
+    def op_group(self, req: dict[str, Any]) -> dict[str, Any]:
+        members = req.get("requests")
+        if not isinstance(members, list) or not members:
+            raise invalid("requests must be a non-empty list")
+        for m in members:
+            if not isinstance(m, dict) or m.get("now") != req["now"]:
+                raise invalid("every request of a group carries the group's now")
+            if m.get("op") in ("hello", "crash", "group"):
+                raise invalid(f"a group cannot hold {m.get('op')}")
+            if "crash_at" in m:
+                raise AdapterError("unsupported", "no crash_at inside a group (yet)")
+        if len({m.get("rid") for m in members}) != len(members):
+            raise invalid("the requests of a group need distinct rids")
+        schedule = req.get("schedule")
+        group = interleave.Scheduler(list(schedule) if schedule is not None else None)
+        ran = group.run([lambda m=m: self.member(m) for m in members])
+        outcomes = []
+        for m, (body, invoked, completed) in zip(members, ran, strict=True):
+            outcomes.append({"rid": m["rid"], **body, "invoked": invoked, "completed": completed})
+        return {"outcomes": outcomes, "pauses": group.pauses}
+
+    def member(self, req: dict[str, Any]) -> dict[str, Any]:
+        """One member, in its own thread, on its own connection."""
+        store = Store(self.folder, boot=self._store.boot)
+        interleave.use_store(store)
+        try:
+            return {"ok": True, "result": self.handle(req)}
+        except AdapterError as err:
+            return {"ok": False, "error": {"code": err.code, "message": err.message}}
+        except Exception as err:  # noqa: BLE001 - an adapter bug is reported, not fatal
+            log("internal error:", repr(err))
+            return {"ok": False, "error": {"code": "internal", "message": repr(err)}}
+        finally:
+            store.db.close()
 
     # --- dispatch ------------------------------------------------------------------------
 

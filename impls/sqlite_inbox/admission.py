@@ -143,7 +143,7 @@ def _judge_retry(
     return receipt
 
 
-def _new_admission(
+def new_admission(
     store: Store, sid: str, kind: str, ident: str, data: dict[str, Any], delivery: str, now: int
 ) -> dict[str, Any]:
     if MUTANT == "promote-without-admission":  # the seq is taken, the admitted event never logged
@@ -176,7 +176,7 @@ def admit_input(
                     return pending_receipt(row), False
         ident = store.fresh_id("sq_in_")
         if not (MUTANT == "omitted-id-reuses-last" and store.owner(ident) is not None):
-            return _new_admission(store, sid, kind, ident, data, delivery, now), True
+            return new_admission(store, sid, kind, ident, data, delivery, now), True
     owner = store.owner(ident)
     if _foreign(owner, sid, kind):
         if not (MUTANT == "per-session-ids" and owner is not None and owner[0] != sid):
@@ -193,7 +193,7 @@ def admit_input(
     msg = store.message(ident)
     if msg is not None:
         return _judge_retry(kind, ident, promoted_receipt(msg), data, delivery), False
-    return _new_admission(store, sid, kind, ident, data, delivery, now), True
+    return new_admission(store, sid, kind, ident, data, delivery, now), True
 
 
 # --- compaction barrier -----------------------------------------------------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
+import interleave
 from common import MUTANT, AdapterError, crash_now, invalid
 from storage import Store
 
@@ -41,7 +42,7 @@ class Execution:
 
 class Runner:
     def __init__(self, store: Store) -> None:
-        self.store = store
+        self._store = store
         self.step_limit = 10
         self.now = 0
         self.failpoint: str | None = None
@@ -49,6 +50,12 @@ class Runner:
         self.waiting: list[str] = []  # (mutant one-session-at-a-time: sessions held back)
         self.calls: dict[str, dict[str, Any]] = {}
         self.call_count = 0
+
+    @property
+    def store(self) -> Store:
+        """This thread's connection: a group member's own, or the process's."""
+        mine: Store | None = interleave.member_store()
+        return mine if mine is not None else self._store
 
     # --- durable writes of the runner -------------------------------------
 
@@ -286,6 +293,10 @@ class Runner:
 
     def wake(self, sid: str) -> None:
         """Advisory wake: ring the doorbell of an active execution, or start an unforced one."""
+        with interleave.holding("runner", ("runner", sid)):
+            self._wake(sid)
+
+    def _wake(self, sid: str) -> None:
         active = self.execs.get(sid)
         if active is not None:
             active.doorbell = True
@@ -305,23 +316,33 @@ class Runner:
         """Forced drain, or join the active execution."""
         if MUTANT == "resume-as-wake":
             self.wake(sid)
-        elif sid not in self.execs:
-            self.start(sid, force=True)
-        elif MUTANT == "resume-forces-follow-up":  # joined, but as a forced follow-up drain
-            self.execs[sid].doorbell = True
-            self.execs[sid].forced_follow_up = True
+            return
+        with interleave.holding("runner", ("runner", sid)):
+            if sid not in self.execs:
+                self.start(sid, force=True)
+            elif MUTANT == "resume-forces-follow-up":  # joined, but as a forced follow-up drain
+                self.execs[sid].doorbell = True
+                self.execs[sid].forced_follow_up = True
 
     def answer(self, call_id: Any, finish: Any) -> None:
         if not isinstance(call_id, str) or call_id not in self.calls:
             raise invalid(f"call {call_id} is not open")
         if finish not in FINISHES:
             raise invalid("finish must be stop, tool or error")
-        call = self.calls.pop(call_id)
-        ex = self.execs[call["session"]]
-        ex.call = None
-        self.advance(ex, lambda gen: gen.send(finish))
+        sid = self.calls[call_id]["session"]
+        with interleave.holding("runner", ("runner", sid)):
+            if call_id not in self.calls:  # an interrupt took it meanwhile
+                raise invalid(f"call {call_id} is not open")
+            self.calls.pop(call_id)
+            ex = self.execs[sid]
+            ex.call = None
+            self.advance(ex, lambda gen: gen.send(finish))
 
     def interrupt(self, sid: str) -> bool:
+        with interleave.holding("runner", ("runner", sid)):
+            return self._interrupt(sid)
+
+    def _interrupt(self, sid: str) -> bool:
         ex = self.execs.get(sid)
         if ex is None:
             if MUTANT == "idle-interrupt-appends":

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import interleave
 from common import MUTANT, AdapterError, dumps
 
 SCHEMA = """
@@ -116,9 +117,17 @@ def _message(row: tuple[Any, ...] | None) -> dict[str, Any] | None:
 
 
 class Store:
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, boot: int | None = None) -> None:
+        """The process's store (``boot`` None: migrate and count a boot), or
+        one more connection for a group's member thread (``boot`` given)."""
         os.makedirs(folder, exist_ok=True)
-        self.db = sqlite3.connect(os.path.join(folder, "inbox.sqlite3"), isolation_level=None)
+        path = os.path.join(folder, "inbox.sqlite3")
+        self.db = sqlite3.connect(path, isolation_level=None, timeout=30, check_same_thread=False)
+        if boot is not None:
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.boot = boot
+            return
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA foreign_keys=ON")
@@ -147,14 +156,22 @@ class Store:
 
     @contextmanager
     def tx(self) -> Iterator[None]:
-        """One durability point: everything inside commits together or not at all."""
-        self.db.execute("BEGIN IMMEDIATE")
+        """One durability point: everything inside commits together or not at
+        all. In a scheduled group it is a pause point (``interleave.py``)."""
+        group = interleave.current()
+        if group is not None:
+            group.pause("begin", interleave.WRITE)
         try:
-            yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+        finally:
+            if group is not None:
+                group.release(interleave.WRITE)
 
     def one(self, sql: str, *args: Any) -> tuple[Any, ...] | None:
         row: tuple[Any, ...] | None = self.db.execute(sql, args).fetchone()

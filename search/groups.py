@@ -1,0 +1,179 @@
+"""The group driver: concurrent groups sent to a target, each judged by the
+linearizability checker (``linearize.py``) against the reference model.
+
+A :class:`GroupDriver` holds the model's state (quiescent, as the last legal
+order left it) and the IDs the target generated so far (model ID -> target
+ID). :meth:`GroupDriver.run` sends a list of requests, in the model's terms,
+as one step: one request goes alone (``Target.request``), several go as a
+``group`` with a schedule (``Target.group``; the schedule is used only by a
+target with pause points, and comes from the caller's seed, so a seed
+replays). Then it reads back what the target shows of every session the
+model knows or the group may have created (``pending``, ``messages``, the
+``log`` after the last seq it saw) and the open ``calls``, builds the
+:class:`~.history.Group` and judges it. A legal group moves the model to the
+state of the order found and extends the ID map with the matches the search
+made; an illegal one is the target's failure, reported with the group, the
+orders tried and why each failed (:meth:`GroupCheck.explain`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from ..model import (
+    DEFAULT_STEP_LIMIT,
+    G4,
+    Calls,
+    Crashed,
+    Create,
+    Err,
+    Fork,
+    Log,
+    Messages,
+    Ok,
+    Op,
+    Pending,
+    Policy,
+    Reply,
+    apply,
+    initial_state,
+)
+from ..targets.group import GroupReply
+from ..targets.target import hello_op
+from ..trace.record import Observed
+from .history import Group, Request, Shown, Unknown, returned_from_wire, shown_from_wire
+from .linearize import Illegal, Legal, Undecided, Verdict, linearize
+
+ID_FIELDS = ("call", "message", "before", "input")
+
+
+class GroupTarget(Protocol):
+    """A target that serves groups (``ModelTarget``, ``AdapterTarget``)."""
+
+    name: str
+
+    def request(self, op: Op, crash_at: str | None = None) -> tuple[Reply, Observed]: ...
+
+    def group(self, ops: list[Op], schedule: list[int]) -> tuple[GroupReply, Observed]: ...
+
+
+@dataclass(frozen=True)
+class GroupCheck:
+    """One step of the driver: the group as judged, its verdict, and how the
+    target interleaved it (the pause points it passed)."""
+
+    group: Group
+    verdict: Verdict
+    schedule: tuple[int, ...]
+    pauses: tuple[Mapping[str, Any], ...] = field(default=())
+
+    @property
+    def legal(self) -> bool:
+        return isinstance(self.verdict, Legal)
+
+    def explain(self) -> str:
+        text = self.verdict.explain(self.group)
+        if self.pauses:
+            passed = ", ".join(
+                f"r{p['request']} {p['point']}" if "request" in p else str(p["point"])
+                for p in self.pauses
+            )
+            text += f"\nthe target's interleaving: {passed}"
+        return text
+
+
+class GroupDriver:
+    """Sends steps to a target and judges each (see the module docstring)."""
+
+    def __init__(
+        self, target: GroupTarget, policy: Policy = G4, step_limit: int = DEFAULT_STEP_LIMIT
+    ) -> None:
+        self.target = target
+        self.state = apply(initial_state(policy, step_limit), hello_op(0, step_limit)).state
+        self.ids: dict[str, str] = {}  # model ID -> target ID, generated ones
+        self.seqs: dict[str, int] = {}  # session -> last seq of the target's log read
+        target.request(hello_op(0, step_limit))
+
+    def run(self, ops: Sequence[Op], schedule: Sequence[int] = ()) -> GroupCheck:
+        """Send ``ops`` as one step and judge it."""
+        sent = [self._target_op(op) for op in ops]
+        pauses: list[Mapping[str, Any]] = []
+        if len(sent) == 1:
+            reply, _ = self.target.request(sent[0])
+            outcomes: list[dict[str, Any] | None] = [_wire(reply)]
+        else:
+            served, _ = self.target.group(sent, list(schedule))
+            outcomes, pauses = served.outcomes, served.pauses
+        requests = tuple(_request(op, o) for op, o in zip(ops, outcomes, strict=True))
+        now = max(op.now for op in ops)
+        after = self._shown(ops, outcomes, now)
+        group = Group(self.state, requests, after, ids=dict(self.ids))
+        verdict = linearize(group)
+        if isinstance(verdict, Legal):
+            self.state = verdict.state
+            self.ids.update(verdict.ids)
+        return GroupCheck(group, verdict, tuple(schedule), tuple(pauses))
+
+    def _target_op(self, op: Op) -> Op:
+        """The op with the model's generated IDs replaced by the target's."""
+        changes = {
+            name: self.ids[value]
+            for name in ID_FIELDS
+            if isinstance(value := getattr(op, name, None), str) and value in self.ids
+        }
+        return replace(op, **changes) if changes else op  # type: ignore[type-var]
+
+    def _shown(
+        self, ops: Sequence[Op], outcomes: Sequence[dict[str, Any] | None], now: int
+    ) -> dict[str, Shown]:
+        sessions = set(self.state.store.sessions)
+        for op, outcome in zip(ops, outcomes, strict=True):
+            if isinstance(op, (Create, Fork)) and outcome is not None and outcome.get("ok"):
+                sessions.add(op.child if isinstance(op, Fork) else op.session)
+        calls = self._ask(Calls(now))["calls"]
+        after = {}
+        for sid in sorted(sessions):
+            last = self.seqs.get(sid)
+            log = self._ask(Log(now, session=sid, after=last))["events"]
+            if log:
+                self.seqs[sid] = log[-1]["seq"]
+            pending = self._ask(Pending(now, session=sid))["pending"]
+            messages = self._ask(Messages(now, session=sid))["messages"]
+            after[sid] = shown_from_wire(sid, pending, messages, calls, log)
+        return after
+
+    def _ask(self, op: Op) -> dict[str, Any]:
+        reply, _ = self.target.request(op)
+        if not isinstance(reply, Ok):
+            raise RuntimeError(f"{self.target.name}: {op.OP} failed: {reply}")
+        return reply.result
+
+
+def _wire(reply: Reply) -> dict[str, Any] | None:
+    """A lone request's reply as a group outcome (issued at 0, done at 1)."""
+    if isinstance(reply, Crashed):
+        return None
+    if isinstance(reply, Err):
+        return {
+            "ok": False,
+            "error": {"code": reply.code, "message": reply.message},
+            "invoked": 0.0,
+            "completed": 1.0,
+        }
+    return {"ok": True, "result": reply.result, "invoked": 0.0, "completed": 1.0}
+
+
+def _request(op: Op, outcome: Mapping[str, Any] | None) -> Request:
+    if outcome is None or outcome.get("unknown"):
+        invoked = 0.0 if outcome is None else float(outcome["invoked"])
+        return Request(op, invoked, None, Unknown())
+    return Request(
+        op, float(outcome["invoked"]), float(outcome["completed"]), returned_from_wire(outcome)
+    )
+
+
+def failed(checks: Sequence[GroupCheck]) -> list[GroupCheck]:
+    """The checks whose group was not legal (illegal, or undecided)."""
+    return [c for c in checks if isinstance(c.verdict, (Illegal, Undecided))]

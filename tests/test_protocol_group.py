@@ -1,0 +1,177 @@
+"""The protocol's concurrent step (docs/protocol.md, "Groups and pause points"):
+the ``group`` request and its result validate strictly, the quick request
+check agrees with pydantic on groups, the model adapter serves groups (and
+replays them after a kill), and the group driver judges every group the
+model serves as legal and a target that lies about one as illegal.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from inboxsim.model import G4, Answer, Create, Prompt, Synthetic
+from inboxsim.search.groups import GroupDriver
+from inboxsim.search.linearize import Illegal
+from inboxsim.targets.adapter import AdapterTarget
+from inboxsim.targets.group import GroupReply
+from inboxsim.targets.protocol import REQUEST, RESULTS
+from inboxsim.targets.request_check import valid
+from inboxsim.targets.target import ModelTarget
+
+MODEL = [sys.executable, "-m", "inboxsim.targets.model_adapter", "--no-fsync"]
+
+
+def member(rid: int, op: str = "prompt", now: int = 5, **fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"rid": rid, "op": op, "now": now}
+    if op == "prompt":
+        base.update(session="s1", text="hi")
+    return {**base, **fields}
+
+
+def group(*members: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {"rid": 1, "op": "group", "now": 5, "requests": list(members), **fields}
+
+
+def pydantic_accepts(doc: Any) -> bool:
+    try:
+        REQUEST.validate_python(doc)
+    except ValidationError:
+        return False
+    return True
+
+
+GOOD = group(member(2, input="a"), member(3, input="a"), member(4, "calls"), schedule=[3, 0, 7])
+
+
+def test_a_group_takes_the_quick_path_and_validates() -> None:
+    assert valid(GOOD) and pydantic_accepts(GOOD)
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        group(),  # no requests
+        group(member(2, "hello")),  # hello, crash and group are not members
+        group(member(2, "crash")),
+        group(group(member(3))),
+        group(member(2), schedule=[-1]),
+        group(member(2), schedule=[True]),
+        group(member(2, text=1)),
+        group(member(2), crash_at="after_admit"),  # failpoints go on members
+    ],
+)
+def test_malformed_groups_are_refused_by_both_checks(doc: dict[str, Any]) -> None:
+    assert not pydantic_accepts(doc)
+    assert not valid(doc)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    path=st.sampled_from(["requests", "schedule", "now", "op", "extra"]),
+    index=st.integers(0, 2),
+    value=st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.text(max_size=3)),
+)
+def test_the_quick_check_is_never_more_lenient_on_groups(path: str, index: int, value: Any) -> None:
+    doc: dict[str, Any] = {**GOOD, "requests": [dict(m) for m in GOOD["requests"]]}
+    if path == "requests":
+        doc["requests"][index]["now"] = value
+    elif path == "schedule":
+        doc["schedule"] = [*doc["schedule"], value]
+    else:
+        doc[path] = value
+    if valid(doc):
+        assert pydantic_accepts(doc)
+
+
+def test_a_group_result_needs_invoke_times_and_an_outcome_shape() -> None:
+    ok = {"rid": 2, "ok": True, "result": {}, "invoked": 0, "completed": 1.5}
+    lost = {"rid": 3, "unknown": True, "invoked": 0.25}
+    RESULTS["group"].validate_python({"outcomes": [ok, lost], "pauses": [{"point": "x"}]})
+    with pytest.raises(ValidationError):
+        RESULTS["group"].validate_python({"outcomes": [{"rid": 2, "ok": True}]})
+
+
+def schedule(rng: random.Random) -> list[int]:
+    return [rng.randrange(1000) for _ in range(24)]
+
+
+def race(now: int, rng: random.Random) -> list[Any]:
+    """Prompts and a notice racing on one session, some retrying one ID."""
+    ops: list[Any] = []
+    for _ in range(rng.randrange(2, 5)):
+        ident = rng.choice(["a", "b", None])
+        if rng.random() < 0.25:
+            ops.append(Synthetic(now, session="s1", input=ident, text="done"))
+        else:
+            ops.append(Prompt(now, session="s1", input=ident, text="t"))
+    return ops
+
+
+def drive(driver: GroupDriver, seed: int, groups: int) -> None:
+    rng = random.Random(seed)
+    assert driver.run([Create(1, session="s1")]).legal
+    for k in range(groups):
+        now = 10 + k
+        ops = race(now, rng)
+        ops += [Answer(now, call=c.call, finish="stop") for c in driver.state.open_calls()]
+        check = driver.run(ops, schedule(rng))
+        assert check.legal, check.explain()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_group_the_model_target_serves_is_legal(seed: int) -> None:
+    drive(GroupDriver(ModelTarget(G4, 4), G4, 4), seed, 6)
+
+
+def test_the_model_adapter_serves_groups_and_keeps_them_across_a_kill(tmp_path: Path) -> None:
+    with AdapterTarget(MODEL, tmp_path / "d", 4) as target:
+        driver = GroupDriver(target, G4, 4)
+        drive(driver, 11, 5)
+        assert {"group", "pause_points"} <= target.features
+        before = driver.state
+        target.kill()  # restarts on the journal: the groups replay
+        driver.state = before.crashed()
+        drive_after = driver.run([Prompt(99, session="s1", input="z", text="t")])
+        assert drive_after.legal, drive_after.explain()
+
+
+def test_the_schedule_picks_the_interleaving_and_replays_it() -> None:
+    ops = [Prompt(5, session="s1", input=x, text="t") for x in ("a", "b", "c")]
+
+    def pauses(choices: list[int]) -> list[Any]:
+        target = ModelTarget(G4, 4)
+        target.request(Create(1, session="s1"))
+        return target.group(list(ops), choices)[0].pauses
+
+    assert pauses([2, 1, 0]) == pauses([2, 1, 0])
+    assert pauses([2, 1, 0]) != pauses([0, 0, 0])
+
+
+class SwappedReceipts(ModelTarget):
+    """A target that answers a group's first two receipts the wrong way round."""
+
+    def group(self, ops: list[Any], schedule: list[int]) -> tuple[GroupReply, Any]:
+        reply, observed = super().group(ops, schedule)
+        a, b = reply.outcomes[0], reply.outcomes[1]
+        assert a is not None and b is not None
+        a["result"], b["result"] = b["result"], a["result"]
+        return reply, observed
+
+
+def test_a_target_that_swaps_two_receipts_is_not_linearizable() -> None:
+    driver = GroupDriver(SwappedReceipts(G4, 4), G4, 4)
+    assert driver.run([Create(1, session="s1")]).legal
+    ops = [Prompt(5, session="s1", input=x, text=x) for x in ("a", "b")]
+    check = driver.run(ops, [0, 0])
+    assert isinstance(check.verdict, Illegal)
+    text = check.explain()
+    assert "not linearizable" in text and "why each failed" in text
+    assert "the target's interleaving: r0 request" in text
