@@ -139,6 +139,7 @@ def serve(
     stdout: BinaryIO,
     stderr: Any,
     fsync: bool = True,
+    groups: bool = False,
 ) -> int:
     journal = Journal(data_dir / JOURNAL, policy, fsync)
     state = journal.recover()
@@ -180,7 +181,10 @@ def serve(
             }
         else:
             result = reply.result
-            if wire["op"] == "hello":  # the adapter's own features: groups, served by the model
+            # Groups are the adapter's own features, declared only when asked
+            # (--groups): a sequential run through the adapter then records the
+            # model's own hello, so its trace hashes like the model's.
+            if wire["op"] == "hello" and groups:
                 result = {
                     **result,
                     "features": [*result["features"], "group", "pause_points"],
@@ -264,6 +268,12 @@ def main(argv: list[str] | None = None) -> int:
         help="flush the journal to the kernel but do not fsync it: enough for the harness's "
         "SIGKILLs (it never crashes the machine), and several times faster",
     )
+    parser.add_argument(
+        "--groups",
+        action="store_true",
+        help="declare the features group and pause_points in hello (groups are served either "
+        "way; without the flag the hello reply is the model's own)",
+    )
     args = parser.parse_args(argv)
     try:
         policy = load_policy(args.policy)
@@ -276,7 +286,9 @@ def main(argv: list[str] | None = None) -> int:
         return BAD_INPUT_EXIT
     data_dir = Path(folder)
     data_dir.mkdir(parents=True, exist_ok=True)
-    return serve(policy, data_dir, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, args.fsync)
+    return serve(
+        policy, data_dir, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, args.fsync, args.groups
+    )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from inboxsim.targets.protocol import REQUEST, RESULTS
 from inboxsim.targets.request_check import valid
 from inboxsim.targets.target import ModelTarget
 
-MODEL = [sys.executable, "-m", "inboxsim.targets.model_adapter", "--no-fsync"]
+MODEL = [sys.executable, "-m", "inboxsim.targets.model_adapter", "--no-fsync", "--groups"]
 
 
 def member(rid: int, op: str = "prompt", now: int = 5, **fields: Any) -> dict[str, Any]:
