@@ -35,7 +35,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, Literal, NotRequired, TypeAlias
 
 from pydantic import (
     ConfigDict,
@@ -281,7 +281,7 @@ class CrashRequest(TypedDict):
 # A group's requests are the ordinary ones except hello, crash and group itself;
 # each carries its own rid and the group's one now (docs/protocol.md, "Groups").
 
-Member = Annotated[
+Ordinary: TypeAlias = (
     CreateRequest
     | PromptRequest
     | SyntheticRequest
@@ -296,9 +296,9 @@ Member = Annotated[
     | RevertCommitRequest
     | LogRequest
     | MessagesRequest
-    | PendingRequest,
-    Field(discriminator="op"),
-]
+    | PendingRequest
+)
+Member = Annotated[Ordinary, Field(discriminator="op")]
 
 
 @with_config(_REQUEST)
@@ -313,25 +313,7 @@ class GroupRequest(TypedDict):
 
 
 Request = Annotated[
-    HelloRequest
-    | CreateRequest
-    | PromptRequest
-    | SyntheticRequest
-    | CompactRequest
-    | ResumeRequest
-    | InterruptRequest
-    | CallsRequest
-    | AnswerRequest
-    | ForkRequest
-    | RevertStageRequest
-    | RevertClearRequest
-    | RevertCommitRequest
-    | LogRequest
-    | MessagesRequest
-    | PendingRequest
-    | CrashRequest
-    | GroupRequest,
-    Field(discriminator="op"),
+    HelloRequest | Ordinary | CrashRequest | GroupRequest, Field(discriminator="op")
 ]
 
 # --- results and their entries -------------------------------------------------
