@@ -91,7 +91,7 @@ from ..model import (
 )
 from . import compare
 from .compare import Match, Mismatch
-from .history import Group, Msg, Row, Unknown
+from .history import Group, Msg, Row, Shown, Unknown
 
 KEEP = 200  # dead ends kept for the report (the deepest); all are counted
 
@@ -154,11 +154,17 @@ class Illegal:
     explored: int
 
     def explain(self, group: Group, shown: int = 10) -> str:
+        """The failure as a person reads it: the part of the group that has
+        no legal order, each request with its times and the target's reply,
+        what the target showed once the group was over, then the orders
+        tried (the ones that got furthest first) and why each failed."""
+        nodes = "node" if self.explored == 1 else "nodes"
+        kill = ", then the target was killed" if group.killed else ""
         lines = [
             f"not linearizable: no order of {', '.join(f'r{i}' for i in self.part)} "
             f"(sessions {', '.join(self.sessions) or 'none'}) gives the target's replies "
-            f"and state; {self.tried} orders tried ({self.explored} search nodes)",
-            "the requests:",
+            f"and state; {self.tried} orders tried ({self.explored} search {nodes})",
+            f"the group: {len(group.requests)} requests issued together{kill}:",
         ]
         for i in self.part:
             r = group.requests[i]
@@ -167,13 +173,31 @@ class Illegal:
                 f"  r{i} {describe(r.op)}: invoked {r.invoked:g}, completed {done}, "
                 f"target {compare.said(r.returned)}"
             )
-        lines.append("the deepest orders tried and why each failed:")
+        lines.append("what the target showed after it" + (" (restarted):" if kill else ":"))
+        for sid in self.sessions:
+            lines.append(f"  {sid}: {shown_words(group.after[sid])}")
+        lines.append("the orders tried (furthest first) and why each failed:")
         for dead in self.dead_ends[:shown]:
             lines.append("  " + " ; ".join(m.describe(group) for m in dead.order))
             lines.append(f"    -> {dead.reason}")
         if self.tried > shown:
             lines.append(f"  ... and {self.tried - min(shown, len(self.dead_ends))} more")
         return "\n".join(lines)
+
+
+def shown_words(shown: Shown) -> str:
+    """One session's observation in a line: pending, transcript, open call, log."""
+    words = [
+        f"pending [{', '.join(r.input for r in shown.pending)}]",
+        f"transcript [{', '.join(m.id for m in shown.transcript)}]",
+        compare.said_call(shown.call),
+    ]
+    if shown.events is not None:
+        folded = [e for e in shown.events if compare.folded(e)]
+        words.append(
+            "log [" + ", ".join(f"{e.type}:{e.input}" if e.input else e.type for e in folded) + "]"
+        )
+    return "; ".join(words)
 
 
 @dataclass(frozen=True)
@@ -359,7 +383,7 @@ class _Search:
             steps = steps[:1]  # the rest commutes (module docstring)
         for step in steps:
             stepped = order + (Move(step=step),)
-            after, appended = advance(state, step, self.now)
+            after, appended, _ = advance(state, step, self.now)
             try:
                 m2 = self._logged(after, appended, m)
             except Mismatch as mismatch:

@@ -276,7 +276,7 @@ def test_real_time_order_is_respected() -> None:
     after = Shown((row("x", 0),), ())
     why = illegal(group(*requests, after=after))
     assert "r0's reply: model receipt x (user, steer), target prompt_conflict" in why
-    assert "r1 prompt" not in why.split("the deepest orders tried")[1].split("->")[0]
+    assert "r1 prompt" not in why.split("the orders tried (furthest first)")[1].split("->")[0]
     overlapping = [
         requests[0][:2] + (3,) + requests[0][3:],
         requests[1][:1] + (1, 2, requests[1][3]),
