@@ -56,6 +56,8 @@ class GroupTarget(Protocol):
 
     def request(self, op: Op, crash_at: str | None = None) -> tuple[Reply, Observed]: ...
 
+    def kill(self) -> Observed: ...
+
     def group(
         self, ops: list[Op], schedule: list[int], crash_at: Sequence[str | None] = ()
     ) -> tuple[GroupReply, Observed]: ...
@@ -117,10 +119,10 @@ class GroupDriver:
         failpoint (at most one), where the target dies mid-group."""
         sent = [self._target_op(op) for op in ops]
         pauses: list[Mapping[str, Any]] = []
-        if len(sent) == 1 and not any(crash_at):
-            reply, _ = self.target.request(sent[0])
+        if len(sent) == 1:
+            reply, _ = self.target.request(sent[0], crash_at[0] if crash_at else None)
             outcomes: list[dict[str, Any] | None] = [_wire(reply)]
-            killed = False
+            killed = isinstance(reply, Crashed)
         else:
             # A failpoint is passed only when asked: a target may serve no kills.
             more = (crash_at,) if any(crash_at) else ()
@@ -135,6 +137,11 @@ class GroupDriver:
             self.state = verdict.state
             self.ids.update(verdict.ids)
         return GroupCheck(group, verdict, tuple(schedule), tuple(pauses), tuple(crash_at))
+
+    def kill(self) -> None:
+        """A crash between steps: the target restarts, the model crashes."""
+        self.target.kill()
+        self.state = self.state.crashed()
 
     def _target_op(self, op: Op) -> Op:
         """The op with the model's generated IDs replaced by the target's."""

@@ -162,7 +162,8 @@ class SwappedReceipts(ModelTarget):
         reply, observed = super().group(ops, schedule)
         a, b = reply.outcomes[0], reply.outcomes[1]
         assert a is not None and b is not None
-        a["result"], b["result"] = b["result"], a["result"]
+        if "result" in a and "result" in b:
+            a["result"], b["result"] = b["result"], a["result"]
         return reply, observed
 
 
