@@ -212,3 +212,17 @@ def test_a_failing_group_is_written_as_a_minimal_file_that_fails_again(tmp_path:
     assert path.read_text().startswith("# not linearizable")
     assert not run_group_scenario(loaded, G4, swapped).passed
     assert run_group_scenario(loaded).passed  # the model itself is fine with it
+
+
+def test_run_replays_a_group_file_on_a_shipped_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from inboxsim.cli import main
+
+    path = tmp_path / "race.toml"
+    path.write_text(retries(RACING))
+    assert main(["run", str(path), "--target", "sqlite"]) == 0
+    monkeypatch.setenv("INBOXSIM_MUTANT", RACE)
+    assert main(["run", str(path), "--target", "sqlite"]) == 1
+    assert "racing-retries: step 2: not linearizable" in capsys.readouterr().out
+    assert main(["run", str(path), "--target", "nowhere"]) == 2
