@@ -60,7 +60,11 @@ Three reductions, all sound:
   them. The parts' orders merge into one that respects real time (locality
   guarantees such a merge exists: a topological order of the parts' orders
   and the real-time precedence), and that merged order is replayed once and
-  compared in full, a check of the split itself.
+  compared in full, a check of the split itself. One thing the parts do
+  share: times are matched by their order on one clock for every session
+  (``compare.Match.time``), so two parts may each match times consistently
+  and disagree with each other. When the merged order fails its replay for
+  that reason, the group is searched again whole, which is always sound.
 
 What is not compared: event payloads and runner events (implementations
 differ in them), ``hello`` and ``log`` replies (as in lockstep).
@@ -225,8 +229,26 @@ def linearize(group: Group, memo: bool = True, budget: int | None = None) -> Ver
         if (r.completed is None) != isinstance(r.returned, Unknown):
             raise ValueError(f"request r{i}: an outcome is unknown exactly when it never completed")
     start = Match.start(_known(group), group.ids)
-    orders: list[tuple[Move, ...]] = []
     parts = split(group)
+    verdict = _search(group, parts, start, memo, budget)
+    if verdict is None and len(parts) > 1:  # the parts matched times apart (docstring)
+        whole = [(tuple(range(len(group.requests))), frozenset(group.after))]
+        verdict = _search(group, whole, start, memo, budget)
+    if verdict is None:
+        raise AssertionError("the whole group's order fails its own replay: a checker bug")
+    return verdict
+
+
+def _search(
+    group: Group,
+    parts: list[tuple[tuple[int, ...], frozenset[str]]],
+    start: Match,
+    memo: bool,
+    budget: int | None,
+) -> Verdict | None:
+    """Search each part; None when every part has an order but the merged
+    order fails its replay."""
+    orders: list[tuple[Move, ...]] = []
     explored = 0
     for requests, sessions in parts:
         search = _Search(group, requests, sessions, memo, budget)
@@ -240,7 +262,10 @@ def linearize(group: Group, memo: bool = True, budget: int | None = None) -> Ver
             return Illegal(requests, tuple(sorted(sessions)), dead, search.tried, explored)
         orders.append(found)
     order = _merge(group, orders)
-    state, match = _follow(group, order, start)
+    try:
+        state, match = _follow(group, order, start)
+    except Mismatch:
+        return None
     return Legal(order, state, {**match.ids}, tuple(r for r, _ in parts), explored)
 
 
@@ -529,27 +554,25 @@ def _rank(group: Group, move: Move) -> float:
 
 
 def _follow(group: Group, order: tuple[Move, ...], start: Match) -> tuple[State, Match]:
-    """Replay an order through the model and compare everything."""
+    """Replay an order through the model and compare everything (raises
+    :class:`Mismatch` where it differs)."""
     state, m = group.before, start
     now = max((r.op.now for r in group.requests), default=0)
     base = {sid: len(log.events) for sid, log in state.store.sessions.items()}
-    try:
-        for move in order:
-            if move.request is not None:
-                r = group.requests[move.request]
-                out = request(state, r.op)
-                assert isinstance(out.reply, (Ok, Err))
-                m = compare.reply(r.op, out.reply, r.returned, m, f"r{move.request}'s reply")
-                state = out.state
-            elif move.step is not None:
-                state = advance(state, move.step, now).state
-            else:
-                state = state.crashed()
-        while steps := enabled(state):
-            state = advance(state, steps[0], now).state
-        m = observe(group, state, group.after, base, m)
-    except Mismatch as mismatch:
-        raise AssertionError(f"the merged order fails ({mismatch}): a checker bug") from None
+    for move in order:
+        if move.request is not None:
+            r = group.requests[move.request]
+            out = request(state, r.op)
+            assert isinstance(out.reply, (Ok, Err))
+            m = compare.reply(r.op, out.reply, r.returned, m, f"r{move.request}'s reply")
+            state = out.state
+        elif move.step is not None:
+            state = advance(state, move.step, now).state
+        else:
+            state = state.crashed()
+    while steps := enabled(state):
+        state = advance(state, steps[0], now).state
+    m = observe(group, state, group.after, base, m)
     return state, m
 
 

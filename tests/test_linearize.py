@@ -30,6 +30,9 @@ from inboxsim.model import (
     Pending,
     Prompt,
     Resume,
+    RevertClear,
+    RevertCommit,
+    RevertStage,
     State,
     Synthetic,
     apply,
@@ -405,8 +408,10 @@ def _ops(rng: random.Random, before: State) -> list[Op]:
         lambda: rng.choice([Pending, Messages])(NOW, session=rng.choice(["s1", "s2"])),
         lambda: Calls(NOW),
         lambda: Fork(NOW, session="s1", child="f1"),
+        lambda: RevertStage(NOW, session="s1", message=rng.choice(["m0", "a", "y"])),
+        lambda: rng.choice([RevertCommit, RevertClear])(NOW, session=rng.choice(["s1", "s2"])),
     ]
-    weights = [6, 2, 1, 2, 1, 1, 1, 1, 1]
+    weights = [6, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1]
     return [rng.choices(pool, weights)[0]() for _ in range(rng.randrange(1, 6))]
 
 
