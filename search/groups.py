@@ -118,7 +118,7 @@ class GroupDriver:
         """Send ``ops`` as one step and judge it; ``crash_at``: a member's
         failpoint (at most one), where the target dies mid-group."""
         sent = [self._target_op(op) for op in ops]
-        pauses: list[Mapping[str, Any]] = []
+        pauses: Sequence[Mapping[str, Any]] = []
         if len(sent) == 1:
             reply, _ = self.target.request(sent[0], crash_at[0] if crash_at else None)
             outcomes: list[dict[str, Any] | None] = [_wire(reply)]
