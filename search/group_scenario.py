@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .. import __version__
+from ..errors import HarnessError
 from ..model import OPS, Answer, Op, Policy, State
 from ..scenarios.load import LoadedScenario, resolve_policy
 from ..scenarios.render import toml_key, toml_value
@@ -86,7 +87,10 @@ def replay(scenario: Scenario, origin: str, policy: Policy, target: GroupTarget)
             ops.append(op)
         if failures:
             break
-        check = driver.run(ops, spec.schedule or (), [m.crash_at for m in members])
+        try:
+            check = driver.run(ops, spec.schedule or (), [m.crash_at for m in members])
+        except ValueError as exc:  # the target lacks a feature the step needs
+            raise HarnessError(f"{origin}: step {number}: {exc}") from None
         digest.update(_fingerprint(check).encode() + b"\n")
         if not check.legal:
             failures.append(Failure(number, check.explain()))

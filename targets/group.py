@@ -73,9 +73,7 @@ def serve_group(
         raise ValueError(f"a group holds at most one failpoint of {FAILPOINTS}, not {armed}")
     now = max((op.now for op in ops), default=0)
     waiting = list(range(len(ops)))
-    outcomes: list[dict[str, Any]] = [
-        {"rid": rid, "unknown": True, "invoked": 0.0} for rid in rids
-    ]
+    outcomes: list[dict[str, Any]] = [{"rid": rid, "unknown": True, "invoked": 0.0} for rid in rids]
     pauses: list[dict[str, Any]] = []
     events: list[Event] = []
     runner_point: str | None = None  # armed once its member took effect

@@ -226,3 +226,14 @@ def test_run_replays_a_group_file_on_a_shipped_target(
     assert main(["run", str(path), "--target", "sqlite"]) == 1
     assert "racing-retries: step 2: not linearizable" in capsys.readouterr().out
     assert main(["run", str(path), "--target", "nowhere"]) == 2
+
+
+def test_a_target_without_groups_cannot_replay_a_group_file(tmp_path: Path) -> None:
+    """A run that could not test is not a pass: one line, exit 2."""
+    argv = [sys.executable, "-m", "inboxsim.targets.model_adapter", "--no-fsync"]  # no --groups
+    (tmp_path / "w").mkdir()
+    factory = adapter_factory(shlex.join(argv), 10, tmp_path / "w")
+    with pytest.raises(
+        HarnessError, match=r"f\.toml: step 2: .* does not list the feature 'group'"
+    ):
+        run_group_scenario(load_text(retries(RACING), "f.toml"), G4, factory)
