@@ -237,3 +237,10 @@ def test_a_target_without_groups_cannot_replay_a_group_file(tmp_path: Path) -> N
         HarnessError, match=r"f\.toml: step 2: .* does not list the feature 'group'"
     ):
         run_group_scenario(load_text(retries(RACING), "f.toml"), G4, factory)
+
+
+def test_the_step_by_step_runner_refuses_a_group_file_in_one_line() -> None:
+    from inboxsim.scenarios.runner import run_scenario
+
+    with pytest.raises(HarnessError, match="f.toml: a scenario with a group step is judged by"):
+        run_scenario(load_text(retries(RACING), "f.toml"))
