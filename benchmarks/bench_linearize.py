@@ -214,7 +214,7 @@ def main() -> None:
         f"{'dfs/s':>8} {'slowest':>8} | {'perm/s':>8} {'slowest':>8} | "
         f"{'dfs/memo':>8} {'perm/memo':>9}"
     )
-    for size in (int(s) for s in args.sizes.split(",")):
+    for size in (int(s) for s in args.sizes.split(",") if s):
         for kill in (False, True):
             for legal in (True, False):
                 groups = histories(size, kill, args.groups, log, legal)

@@ -13,7 +13,10 @@ model knows or the group may have created (``pending``, ``messages``, the
 :class:`~.history.Group` and judges it. A legal group moves the model to the
 state of the order found and extends the ID map with the matches the search
 made; an illegal one is the target's failure, reported with the group, the
-orders tried and why each failed (:meth:`GroupCheck.explain`).
+orders tried and why each failed (:meth:`GroupCheck.explain`). A member may
+carry a failpoint: the target dies mid-group, the members in flight come
+back unknown, and the search judges the restarted target's state.
+``group_scenario.Recorder`` keeps a driver's steps as a scenario file.
 """
 
 from __future__ import annotations
