@@ -244,3 +244,39 @@ def test_the_step_by_step_runner_refuses_a_group_file_in_one_line() -> None:
 
     with pytest.raises(HarnessError, match="f.toml: a scenario with a group step is judged by"):
         run_scenario(load_text(retries(RACING), "f.toml"))
+
+
+def test_a_race_found_on_the_sqlite_inbox_shrinks_to_a_file_run_replays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planted check-then-insert retry race, found in a group of four
+    after unrelated steps, is written as the create and the two racing
+    retries; `inboxsim run FILE --target sqlite` fails on it with the bug
+    and passes without."""
+    factory = sqlite(tmp_path, RACE, monkeypatch)
+    target = factory(G4, 4)
+    try:
+        recorder = Recorder(GroupDriver(target, G4, 4))
+        recorder.run([Create(1, session="s1")])
+        recorder.run([Create(2, session="s2")])
+        recorder.run([Prompt(3, session="s2", input="z", text="z")])
+        retry = Prompt(4, session="s1", input="a", text="t", resume=False)
+        ops = [
+            retry,
+            Synthetic(4, session="s2", text="n"),
+            retry,
+            Prompt(4, session="s1", text="u"),
+        ]
+        schedule = [79, 32, 94, 45, 88, 94, 83, 67, 3, 59, 99, 31, 83, 6, 20, 14, 47, 60, 31, 48]
+        assert not recorder.run(ops, schedule).legal
+    finally:
+        target.close()
+    path = write_group_repro(recorder, G4, 4, factory, tmp_path / "repro.toml")
+    steps = load_text(path.read_text()).scenario.step
+    assert [s.op for s in steps] == ["create", "group"]
+    assert steps[1].requests is not None and len(steps[1].requests) == 2
+    from inboxsim.cli import main
+
+    assert main(["run", str(path), "--target", "sqlite"]) == 1
+    monkeypatch.delenv("INBOXSIM_MUTANT")
+    assert main(["run", str(path), "--target", "sqlite"]) == 0
