@@ -129,8 +129,8 @@ def _boundary(
 
 
 def barrier(rng: random.Random, now: int, driver: GroupDriver) -> tuple[list[Op], list[Op]]:
-    """A compaction request racing the boundary that promotes pending steers."""
-    return _boundary(rng, now, driver, rng.randrange(1, 3), [Compact(now, session="s1")])
+    """A compaction request racing the boundary that promotes two pending steers."""
+    return _boundary(rng, now, driver, 2, [Compact(now, session="s1")])
 
 
 def steers(rng: random.Random, now: int, driver: GroupDriver) -> tuple[list[Op], list[Op]]:

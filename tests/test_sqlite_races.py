@@ -62,7 +62,7 @@ FIXED = [
     # the boundary read the barrier and the batch apart and its promotions
     # trusted that read: a compaction admitted between read and promotion
     # was overtaken (now one snapshot read, and each promotion checks again)
-    ("race-promote-trusts-batch", 1),
+    ("race-promote-trusts-batch", 7),
     # the call counter was bumped and read back unlocked across sessions
     ("race-call-counter-unlocked", 6),
     # a synthetic notice read the staged revert before its transaction

@@ -384,11 +384,12 @@ class Runner:
                 self.execs[sid].forced_follow_up = True
 
     def answer(self, call_id: Any, finish: Any) -> None:
-        if not isinstance(call_id, str) or call_id not in self.calls:
+        call = self.calls.get(call_id) if isinstance(call_id, str) else None
+        if call is None:  # (one lookup: a racing answer or interrupt may take it meanwhile)
             raise invalid(f"call {call_id} is not open")
         if finish not in FINISHES:
             raise invalid("finish must be stop, tool or error")
-        sid = self.calls[call_id]["session"]
+        sid = call["session"]
         with interleave.holding("runner", ("runner", sid)):
             if call_id not in self.calls:  # an interrupt took it meanwhile
                 raise invalid(f"call {call_id} is not open")
