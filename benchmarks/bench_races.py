@@ -12,6 +12,9 @@ For each race bug (``inboxsim.conformance.mutants.RACES``), on its scene:
   a target without pause points gives): seeds killed / tried, and the rate
   per racing group (kills over the groups sent);
 - **sequential**: the same requests one at a time: seeds killed (expected 0);
+- **conformance** (``--conformance N``): the sequential kill check of the
+  planted bugs (``check_mutant``: the scenario library, then N seeds in
+  lockstep with kills and failpoints): runs that killed / runs (expected 0);
 - the size of the failing group (median; 1 when the damage shows only at a
   later lone request, such as the answer to a call whose execution was lost).
 
@@ -19,7 +22,8 @@ The correct build is hunted on every scene too, paused and free: any kill
 there is a false alarm (expected 0). Hunts run in ``--jobs`` processes.
 
     python benchmarks/bench_races.py [--seeds 8] [--free 4] [--rounds 40]
-                                     [--sequential 2] [--jobs 2] [--names A,B]
+                                     [--sequential 2] [--conformance 0] [--jobs 2]
+                                     [--names A,B]
 """
 
 from __future__ import annotations
@@ -33,13 +37,20 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from inboxsim.conformance.mutants import RACES
+from inboxsim.conformance.mutants import RACES, check_mutant
 from inboxsim.conformance.races import SCENE_OF, SCENES, Hunt, Mode, hunt
 
 
 def _one(args: tuple[str, str | None, int, Mode, int, str | None]) -> Hunt:
     folder, mutant, seed, mode, rounds, scene = args
     return hunt(Path(folder) / f"{mutant}-{scene}-{mode}-{seed}", mutant, seed, mode, rounds, scene)
+
+
+def _conform(args: tuple[str, str, int]) -> tuple[str, int, int]:
+    """(race bug, runs that killed it, runs) of the sequential kill check."""
+    folder, name, seeds = args
+    result = check_mutant(name, seeds=range(seeds), workdir=Path(folder) / f"{name}-conformance")
+    return name, len({k.where for k in result.kills}), result.runs
 
 
 def _median(values: list[float]) -> str:
@@ -52,6 +63,9 @@ def main() -> None:
     parser.add_argument("--free", type=int, default=4, help="free hunts per race bug")
     parser.add_argument("--rounds", type=int, default=40, help="racing groups per hunt, at most")
     parser.add_argument("--sequential", type=int, default=2, help="sequential hunts per race bug")
+    parser.add_argument(
+        "--conformance", type=int, default=0, help="also the library + N seeds in lockstep"
+    )
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--names", default="", help="comma-separated race bugs (default: all)")
     opts = parser.parse_args()
@@ -72,11 +86,13 @@ def main() -> None:
         began = time.perf_counter()
         with ProcessPoolExecutor(opts.jobs) as pool:
             hunts = list(pool.map(_one, work))
+            conform = [(folder, name, opts.conformance) for name in names if opts.conformance]
+            conformance = {n: (k, r) for n, k, r in pool.map(_conform, conform)}
         wall = time.perf_counter() - began
 
     header = (
         f"{'race bug':34} {'scene':9} {'paused':>7} {'round':>5} {'s':>5} "
-        f"{'free':>5} {'/group':>7} {'seq':>4} {'size':>4}"
+        f"{'free':>5} {'/group':>7} {'seq':>4} {'size':>4} {'conformance':>11}"
     )
     print(header)
     print("-" * len(header))
@@ -94,7 +110,8 @@ def main() -> None:
             f"{_median([h.killed_at or 0 for h in killed]):>5} "
             f"{_median([h.seconds for h in killed]):>5} "
             f"{sum(h.killed for h in free):>2}/{len(free):<2} {rate:>7.3f} "
-            f"{sum(h.killed for h in seq):>2}/{len(seq)} {size:>4}"
+            f"{sum(h.killed for h in seq):>2}/{len(seq)} {size:>4} "
+            f"{'/'.join(map(str, conformance.get(name, ('-',)))):>11}"
         )
     correct = [h for h in hunts if h.mutant is None]
     alarms = [h for h in correct if h.killed]

@@ -25,7 +25,6 @@ hunted on every scene (no false alarm allowed).
 from __future__ import annotations
 
 import random
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,7 +49,7 @@ from ..search.groups import GroupDriver
 from ..targets.adapter import AdapterTarget
 from ..targets.group import GroupReply
 from ..trace.record import Observed
-from .mutants import ADAPTER, RACES
+from .mutants import RACES, mutant_command
 
 Mode = Literal["paused", "free", "sequential"]
 MODES: tuple[Mode, ...] = ("paused", "free", "sequential")
@@ -237,13 +236,6 @@ class Hunt:
         return self.killed_at is not None
 
 
-def command(mutant: str | None) -> list[str]:
-    """The SQLite adapter's command line, with a race bug switched on."""
-    if mutant is not None and mutant not in RACES:
-        raise KeyError(f"unknown race bug {mutant!r}; known: {', '.join(RACES)}")
-    return [sys.executable, str(ADAPTER)] + (["--mutant", mutant] if mutant else [])
-
-
 def hunt(
     folder: Path,
     mutant: str | None,
@@ -258,7 +250,9 @@ def hunt(
     rng = random.Random(f"{name}/{seed}")
     began = time.perf_counter()
     done = 0
-    with AdapterTarget(command(mutant), folder, STEP_LIMIT) as target:
+    if mutant is not None and mutant not in RACES:
+        raise KeyError(f"unknown race bug {mutant!r}; known: {', '.join(RACES)}")
+    with AdapterTarget(mutant_command(mutant)[0], folder, STEP_LIMIT) as target:
         driver = GroupDriver(Free(target) if mode == "free" else target, G4, STEP_LIMIT)
         try:
             for sid in SESSIONS:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from inboxsim.conformance.mutants import ADAPTER, RACES
+from inboxsim.conformance.mutants import ADAPTER, RACES, check_mutant
 from inboxsim.conformance.races import SCENE_OF, SCENES, hunt
 from inboxsim.model import G4, Create, Prompt
 from inboxsim.search.groups import GroupDriver
@@ -78,3 +78,12 @@ def test_a_fixed_race_fails_before_the_fix_and_passes_after(
     assert before.killed and before.killed_at == 1, before
     after = hunt(tmp_path / "after", None, seed, "paused", rounds=1, scene=SCENE_OF[bug])
     assert not after.killed, after.why
+
+
+@pytest.mark.parametrize("mutant", sorted(RACES))
+def test_sequential_conformance_does_not_kill_a_race_bug(tmp_path: Path, mutant: str) -> None:
+    """Seeded lockstep conformance, kills and failpoints included (the library
+    too in ``benchmarks/bench_races.py --conformance``)."""
+    result = check_mutant(mutant, scenarios=[], seeds=range(2), ops=60, workdir=tmp_path)
+    assert result.seeds_run == 2
+    assert not result.kills, [k.detail for k in result.kills]
