@@ -222,17 +222,40 @@ race-retry-check-then-insert | retry
 race-seq-read-then-write | ordering
     an admission without an ID reads the session's next seq in one transaction and writes
     it back in another: a concurrent admission's seq is taken twice
+race-promote-trusts-batch | barrier
+    a promotion trusts the boundary's earlier read: its transaction does not check again that
+    the row is still pending and no barrier holds it, so a compaction admitted meanwhile is
+    overtaken
+race-boundary-clears-steers | promotion
+    the boundary reads its batch, then its last promotion clears the session's pending steers
+    by session instead of by ID: a steer admitted after the read is lost
+race-wake-without-runner-lock | wake
+    an admission rings the doorbell of the session's execution without the session's runner
+    lock: an execution past its last doorbell check, about to end, swallows the wake
+race-call-counter-unlocked | execution
+    the call counter, shared by every session's runner, is bumped and read back later without
+    a lock: two sessions' calls opened side by side get one ID
+race-resume-check-outside-lock | execution
+    resume looks for an active execution before it takes the session's runner lock: one
+    started meanwhile by a prompt's wake gets a second execution beside it
+race-interrupt-pops-before-lock | interrupt
+    interrupt takes the execution off the running table before it takes the session's runner
+    lock to cancel it: a prompt's wake meanwhile starts a new one, which the cancel then loses
+race-synthetic-revert-read-apart | revert
+    a synthetic notice reads the session's staged revert before its admission's transaction:
+    a revert staged meanwhile does not hold its wake, and the notice is promoted
 """
 RACES: dict[str, Mutant] = _parse(RACE_CATALOGUE)
 
 
 def mutant_command(name: str | None) -> tuple[list[str], dict[str, str]]:
     """The SQLite adapter's command line and the environment that switch the
-    mutant on (either alone suffices; ``None`` for the correct build)."""
+    mutant on (either alone suffices; ``None`` for the correct build); a
+    race bug (:data:`RACES`) too."""
     argv = [sys.executable, str(ADAPTER)]
     if name is None:
         return argv, {}
-    if name not in MUTANTS:
+    if name not in MUTANTS and name not in RACES:
         raise KeyError(f"unknown mutant {name!r}; known: {', '.join(MUTANTS)}")
     return [*argv, "--mutant", name], {"INBOXSIM_MUTANT": name}
 

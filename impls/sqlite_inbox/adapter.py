@@ -37,7 +37,7 @@ FEATURES = [
     "group",
     "pause_points",
 ]
-PAUSE_POINTS = ["start", "begin", "runner"]  # interleave.py says where each is
+PAUSE_POINTS = ["start", "begin", "read", "runner"]  # interleave.py says where each is
 
 
 class Adapter:
@@ -186,6 +186,8 @@ class Adapter:
         delivery, resume = admission.delivery_of(req), admission.resume_of(req)
         session = self.store.require(req.get("session"))
         with self.store.tx():
+            if MUTANT != "race-synthetic-revert-read-apart":  # (the mutant trusts its early read)
+                session = self.store.require(session["id"])  # a revert staged meanwhile holds it
             receipt, fresh = admission.admit_input(
                 self.store, session["id"], "synthetic", ident, data, delivery, self.now
             )

@@ -12,6 +12,7 @@ affected execution until it waits on an open call or has settled.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Generator
 from typing import Any
 
@@ -50,6 +51,9 @@ class Runner:
         self.waiting: list[str] = []  # (mutant one-session-at-a-time: sessions held back)
         self.calls: dict[str, dict[str, Any]] = {}
         self.call_count = 0
+        # One runner serves every session's thread; a session's runner lock
+        # does not cover what sessions share: the call counter.
+        self.counter_lock = threading.Lock()
 
     @property
     def store(self) -> Store:
@@ -63,8 +67,10 @@ class Runner:
         with self.store.tx():
             self.store.append(sid, kind, self.now, input_id, **data)
 
-    def promote_one(self, row: dict[str, Any]) -> None:
-        """One promotion = one transaction: promoted event, pending row out, message in."""
+    def promote_one(self, row: dict[str, Any], last: bool = False) -> bool:
+        """One promotion = one transaction: promoted event, pending row out,
+        message in. The boundary read ``row`` earlier, so the transaction
+        checks again that it is still promotable; if not, it is skipped."""
         sid = row["session_id"]
         if MUTANT == "promotion-not-atomic":  # the pending row goes first, the message later
             with self.store.tx():
@@ -72,9 +78,18 @@ class Runner:
                 self.store.delete_pending(row["id"])
             self.fire("mid_promotion")
         with self.store.tx():
+            if MUTANT not in ("promotion-not-atomic", "race-promote-trusts-batch"):
+                if not self.still_promotable(row):
+                    return False
             if MUTANT != "promotion-not-atomic":
                 seq = self.store.append(sid, "promoted", self.now, row["id"])
-            if MUTANT not in ("promotion-not-atomic", "double-promotion-after-crash"):
+            if MUTANT == "race-boundary-clears-steers" and last and row["delivery"] == "steer":
+                # the batch was every pending steer: clear them (by session, not by ID)
+                self.store.db.execute(
+                    "DELETE FROM session_pending WHERE session_id = ? AND delivery = 'steer'",
+                    (sid,),
+                )
+            elif MUTANT not in ("promotion-not-atomic", "double-promotion-after-crash"):
                 self.store.delete_pending(row["id"])
             self.store.insert_message(
                 {
@@ -92,6 +107,15 @@ class Runner:
                 }
             )
         self.fire("mid_promotion")
+        return True
+
+    def still_promotable(self, row: dict[str, Any]) -> bool:
+        """Still pending (a prompt's committed revert may have removed it since
+        the boundary read) and not held by a barrier (one may have been
+        admitted since: under G4 it holds every input back)?"""
+        if self.store.pending_row(row["id"]) is None:
+            return False
+        return self.store.barrier(row["session_id"]) is None or MUTANT == "barrier-ignored"
 
     def settle_barrier(self, barrier: dict[str, Any], kind: str, **data: Any) -> None:
         """Compaction ended or failed: the event and the barrier's removal, together."""
@@ -114,38 +138,41 @@ class Runner:
 
     def promote(self, sid: str, scope: str) -> int:
         """G4 ``promote(session, scope)``: returns how many inputs became visible."""
-        if self.store.barrier(sid) is not None and MUTANT != "barrier-ignored":
-            return 0
-        if MUTANT == "steer-waits-for-idle" and scope == "steer":
-            return 0
-        if MUTANT == "admission-order-ignores-delivery" and scope == "input":
-            batch = [r for r in self.store.pending(sid) if r["type"] != "compaction"]
-            for row in batch:
-                self.promote_one(row)
-            self._settle_batch(batch)
-            return len(batch)
-        batch = self.store.steers(sid)
-        if MUTANT == "one-steer-per-boundary":
-            batch = batch[:1]
-        count = 0
-        if not batch and (scope == "input" or MUTANT == "queue-promotes-mid-turn"):
-            queued = self.store.oldest_queued(sid)
-            if queued is None:
-                return 0
-            rows = [queued]
-            if MUTANT == "queue-batch":
-                rows = [r for r in self.store.pending(sid) if r["delivery"] == "queue"]
-            for row in rows:
-                self.promote_one(row)
-            self._settle_batch(rows)
-            count = len(rows)
+        with self.store.snapshot():  # the boundary's read: the barrier and the batch at one moment
+            batch, reread = self.batch(sid, scope)
+        count = self.promote_batch(batch)
+        if reread:  # queued input went first: the steers admitted meanwhile follow it
             batch = self.store.steers(sid)
             if MUTANT == "one-steer-per-boundary":
                 batch = batch[:1]
-        for row in batch:
-            self.promote_one(row)
-            count += 1
-        self._settle_batch(batch)
+            count += self.promote_batch(batch)
+        return count
+
+    def batch(self, sid: str, scope: str) -> tuple[list[dict[str, Any]], bool]:
+        """The boundary's batch, and whether it is queued input (then a reread follows)."""
+        if self.store.barrier(sid) is not None and MUTANT != "barrier-ignored":
+            return [], False
+        if MUTANT == "steer-waits-for-idle" and scope == "steer":
+            return [], False
+        if MUTANT == "admission-order-ignores-delivery" and scope == "input":
+            return [r for r in self.store.pending(sid) if r["type"] != "compaction"], False
+        batch = self.store.steers(sid)
+        if MUTANT == "one-steer-per-boundary":
+            batch = batch[:1]
+        if batch or not (scope == "input" or MUTANT == "queue-promotes-mid-turn"):
+            return batch, False
+        queued = self.store.oldest_queued(sid)
+        if queued is None:
+            return [], False
+        if MUTANT == "queue-batch":
+            return [r for r in self.store.pending(sid) if r["delivery"] == "queue"], True
+        return [queued], True
+
+    def promote_batch(self, rows: list[dict[str, Any]]) -> int:
+        count = 0
+        for i, row in enumerate(rows):
+            count += self.promote_one(row, last=i == len(rows) - 1)
+        self._settle_batch(rows)
         return count
 
     def _settle_batch(self, rows: list[dict[str, Any]]) -> None:
@@ -157,25 +184,46 @@ class Runner:
 
     # --- calls ------------------------------------------------------------------------
 
-    def open_call(self, ex: Execution, kind: str, step: int, final: bool) -> dict[str, Any]:
-        self.call_count += 1
-        context = [
-            m["id"] for m in self.store.messages(ex.sid) if m["type"] in ("user", "synthetic")
-        ]
-        call = {
-            "call": f"sq_call_{self.store.boot}_{self.call_count}",
+    def open_call(
+        self,
+        ex: Execution,
+        kind: str,
+        step: int,
+        final: bool,
+        event: str,
+        input_id: str | None,
+        data: dict[str, Any],
+    ) -> dict[str, Any]:
+        """A model call opens: its event (``step_started``, ``compaction_started``)
+        and its context (the transcript now) in one transaction, so a revert
+        another request commits lands before both or after both."""
+        if MUTANT == "race-call-counter-unlocked":  # counted, and read back after the write
+            self.call_count += 1
+        else:
+            with self.counter_lock:
+                self.call_count += 1
+                number = self.call_count
+        with self.store.tx():
+            self.store.append(ex.sid, event, self.now, input_id, **data)
+            context = [
+                m["id"] for m in self.store.messages(ex.sid) if m["type"] in ("user", "synthetic")
+            ]
+        if MUTANT == "race-call-counter-unlocked":
+            number = self.call_count
+        return {
+            "call": f"sq_call_{self.store.boot}_{number}",
             "session": ex.sid,
             "kind": kind,
             "step": step,
             "final": final,
             "context": context,
         }
-        return call
 
     def step_call(self, ex: Execution, step: int, final: bool) -> Drain:
-        self.event(ex.sid, "step_started", step=step, final=final)
+        data = {"step": step, "final": final}
+        call = self.open_call(ex, "step", step, final, "step_started", None, data)
         try:
-            finish = yield self.open_call(ex, "step", step, final)
+            finish = yield call
         except Interrupted:
             self.event(ex.sid, "step_failed", step=step, error="Step interrupted")
             raise
@@ -193,9 +241,12 @@ class Runner:
         barrier = self.store.barrier(ex.sid)
         if barrier is None:
             return
-        self.event(ex.sid, "compaction_started", barrier["id"], reason="manual")
+        started = {"reason": "manual"}
+        call = self.open_call(
+            ex, "compaction", 0, False, "compaction_started", barrier["id"], started
+        )
         try:
-            finish = yield self.open_call(ex, "compaction", 0, False)
+            finish = yield call
         except Interrupted:
             if MUTANT != "interrupt-keeps-barrier":  # (the mutant leaves it unsettled)
                 self.settle_barrier(barrier, "compaction_failed", error="Compaction cancelled")
@@ -282,7 +333,7 @@ class Runner:
             call = step(ex.gen)
         except StopIteration as stop:
             if not (MUTANT == "ended-execution-kept" and stop.value != "succeeded"):
-                del self.execs[ex.sid]  # (the mutant keeps a failed or interrupted one)
+                self.execs.pop(ex.sid, None)  # (the mutant keeps a failed or interrupted one)
             if stop.value == "failed" and ex.doorbell and MUTANT != "doorbell-dropped-on-failure":
                 self.wake(ex.sid)
             if MUTANT == "one-session-at-a-time" and self.waiting and not self.execs:
@@ -293,6 +344,11 @@ class Runner:
 
     def wake(self, sid: str) -> None:
         """Advisory wake: ring the doorbell of an active execution, or start an unforced one."""
+        if MUTANT == "race-wake-without-runner-lock":  # a flag, so no lock to ring it
+            active = self.execs.get(sid)
+            if active is not None:
+                active.doorbell = True
+                return
         with interleave.holding("runner", ("runner", sid)):
             self._wake(sid)
 
@@ -317,19 +373,23 @@ class Runner:
         if MUTANT == "resume-as-wake":
             self.wake(sid)
             return
+        idle = sid not in self.execs
         with interleave.holding("runner", ("runner", sid)):
-            if sid not in self.execs:
+            if MUTANT != "race-resume-check-outside-lock":  # (the mutant trusts its early look)
+                idle = sid not in self.execs
+            if idle:
                 self.start(sid, force=True)
             elif MUTANT == "resume-forces-follow-up":  # joined, but as a forced follow-up drain
                 self.execs[sid].doorbell = True
                 self.execs[sid].forced_follow_up = True
 
     def answer(self, call_id: Any, finish: Any) -> None:
-        if not isinstance(call_id, str) or call_id not in self.calls:
+        call = self.calls.get(call_id) if isinstance(call_id, str) else None
+        if call is None:  # (one lookup: a racing answer or interrupt may take it meanwhile)
             raise invalid(f"call {call_id} is not open")
         if finish not in FINISHES:
             raise invalid("finish must be stop, tool or error")
-        sid = self.calls[call_id]["session"]
+        sid = call["session"]
         with interleave.holding("runner", ("runner", sid)):
             if call_id not in self.calls:  # an interrupt took it meanwhile
                 raise invalid(f"call {call_id} is not open")
@@ -339,11 +399,14 @@ class Runner:
             self.advance(ex, lambda gen: gen.send(finish))
 
     def interrupt(self, sid: str) -> bool:
+        taken = None
+        if MUTANT == "race-interrupt-pops-before-lock":  # off the running table, then cancelled
+            taken = self.execs.pop(sid, None)
         with interleave.holding("runner", ("runner", sid)):
-            return self._interrupt(sid)
+            return self._interrupt(sid, taken)
 
-    def _interrupt(self, sid: str) -> bool:
-        ex = self.execs.get(sid)
+    def _interrupt(self, sid: str, taken: Execution | None) -> bool:
+        ex = taken if MUTANT == "race-interrupt-pops-before-lock" else self.execs.get(sid)
         if ex is None:
             if MUTANT == "idle-interrupt-appends":
                 self.event(sid, "execution_interrupted", reason="user")

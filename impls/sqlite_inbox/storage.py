@@ -173,6 +173,21 @@ class Store:
             if group is not None:
                 group.release(interleave.WRITE)
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read transaction: every read inside sees one committed state (WAL
+        snapshot), so a decision taken from several reads is taken from one
+        moment. In a scheduled group it is the pause point ``read`` (it waits
+        for no lock: WAL readers never block). Never inside ``tx()``."""
+        group = interleave.current()
+        if group is not None:
+            group.pause("read", None)
+        self.db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.db.execute("COMMIT")
+
     def one(self, sql: str, *args: Any) -> tuple[Any, ...] | None:
         row: tuple[Any, ...] | None = self.db.execute(sql, args).fetchone()
         return row
