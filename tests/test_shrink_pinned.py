@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 
 from inboxsim.conformance.mutants import mutant_command
+from inboxsim.designs import study
 from inboxsim.invariants import Monitor
-from inboxsim.model import Policy, load_policy
+from inboxsim.model import PRESETS, Policy, load_policy
 from inboxsim.scenarios.load import load_library
 from inboxsim.scenarios.render import write_scenario
 from inboxsim.search.repro import shrink_conformance, shrink_conformance_scenario
@@ -81,6 +82,17 @@ def _alone(policy: str, seed: int, invariant: str, max_runs: int) -> dict[str, A
     }
 
 
+def _design(policy: str, seed: int, invariant: str, ops: int) -> dict[str, Any]:
+    """The design study's own shrink (``designs/study.py``)."""
+    task = study.PolicyTask(policy, PRESETS[policy], 1, ops, 1, 0)
+    found = study._shrink_one(task, invariant, seed)
+    return {
+        "operations": found["operations"],
+        "verified": found["verified"],
+        "digest": _digest(found["scenario"], found["steps"]),
+    }
+
+
 def _file(path: Path, policy: str | None, max_runs: int) -> dict[str, Any]:
     chosen = load_policy(policy) if policy else None
     result = shrink_scenario_file(str(path), chosen, max_runs=max_runs, time_limit=HOUR)
@@ -133,6 +145,7 @@ CASES: dict[str, Any] = {
     "seed c 2 in 150 runs": lambda tmp: _seed("c", 2, 100, max_runs=150),
     "seed g2 25 in liveness": lambda tmp: _seed("g2", 25, 30, expect=True),
     "seed c 24 alone in 400 runs": lambda tmp: _alone("c", 24, "shared-admission-order", 400),
+    "design c 24 alone": lambda tmp: _design("c", 24, "shared-admission-order", 100),
     "file barrier g5": lambda tmp: _file(
         LIBRARY / "barrier" / "barrier-blocks-promotion.toml", "g5", 5_000
     ),
@@ -142,6 +155,7 @@ CASES: dict[str, Any] = {
 }
 
 PINNED: dict[str, Any] = {
+    "design c 24 alone": {"operations": 2, "verified": True, "digest": "724752be45da5e07"},
     "file barrier g5": {
         "invariant": "barrier-blocks-promotion",
         "runs": 54,
