@@ -28,7 +28,7 @@ from inboxsim.invariants import Monitor
 from inboxsim.model import PRESETS, Policy, load_policy
 from inboxsim.scenarios.load import load_library
 from inboxsim.scenarios.render import write_scenario
-from inboxsim.search.repro import shrink_conformance, shrink_conformance_scenario
+from inboxsim.search.repro import Repro, shrink_conformance, shrink_conformance_scenario
 from inboxsim.search.shrink import shrink_run, shrink_scenario_file, shrink_seed
 from inboxsim.sim.run import RunOptions, run_seed
 
@@ -115,13 +115,7 @@ def _written(tmp: Path, policy: str, seed: int) -> Path:
 def _through_seed(tmp: Path) -> dict[str, Any]:
     argv, _ = mutant_command("interrupt-clears-inbox")
     repro = shrink_conformance(1, argv, "g4", ops=40, max_runs=30, time_limit=HOUR, workdir=tmp)
-    assert repro is not None
-    return {
-        "key": repro.key,
-        "runs": repro.runs,
-        "steps": [repro.original_steps, repro.steps],
-        "digest": _digest(repro.text),
-    }
+    return _repro(repro)
 
 
 def _through_scenario(tmp: Path) -> dict[str, Any]:
@@ -130,6 +124,10 @@ def _through_scenario(tmp: Path) -> dict[str, Any]:
     repro = shrink_conformance_scenario(
         loaded, argv, "g4", max_runs=60, time_limit=HOUR, workdir=tmp
     )
+    return _repro(repro)
+
+
+def _repro(repro: Repro | None) -> dict[str, Any]:
     assert repro is not None
     return {
         "key": repro.key,
