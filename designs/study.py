@@ -13,7 +13,7 @@ policy file) the same seeded sweep and the same bounded exploration are run:
   and the depth it lies at;
 - **shrinking**: for every invariant the sweep saw violated, its first
   failing seed is rerun judging that invariant alone and shrunk
-  (:func:`inboxsim.search.shrink.shrink_run`) to a minimal, readable scenario,
+  (:func:`inboxsim.search.shrink.shrink_alone`) to a minimal, readable scenario,
   written as an expected-violation document, with a timeline plot. Every
   counterexample the report shows is one of these (never a raw seed).
 
@@ -46,7 +46,7 @@ from ..invariants.registry import REGISTRY
 from ..model.policy import PRESETS, Policy, load_policy
 from ..reports.plots import PALETTE, new_figure, png_bytes, run_detail, swimlane_png
 from ..search import explore as ex
-from ..search.shrink import shrink_run
+from ..search.shrink import shrink_alone
 from ..sim.executor import run_tasks
 from ..sim.run import RunOptions, run_seed
 from ..trace.record import Step, step_wire
@@ -298,20 +298,11 @@ SHRINK_TIME_LIMIT = 600.0
 def _shrink_one(task: PolicyTask, invariant: str, seed: int) -> dict[str, Any]:
     """The first failing seed of ``invariant``, rerun judging it alone, shrunk."""
 
-    options = RunOptions(ops=task.ops)
-
-    def alone(p: Policy, hello: dict[str, Any]) -> Any:
-        return Monitor(p, hello, invariants=(invariant,))
-
-    started = run_seed(seed, task.policy, options, monitor=alone)
-    if not started.violations or started.violations[0].invariant != invariant:
-        return {"seed": seed, "shrunk": False, "why": "the seed did not fail on it alone"}
-    result = shrink_run(
-        started,
+    result = shrink_alone(
+        seed,
         task.policy,
-        options,
-        invariant=invariant,
-        only=(invariant,),
+        RunOptions(ops=task.ops),
+        invariant,
         max_runs=SHRINK_MAX_RUNS,
         time_limit=SHRINK_TIME_LIMIT,
         expect=True,
@@ -319,6 +310,8 @@ def _shrink_one(task: PolicyTask, invariant: str, seed: int) -> dict[str, Any]:
         source=f"inboxsim designs: seed {seed} under {task.spec} (--ops {task.ops}), "
         f"judging {invariant} alone, shrunk",
     )
+    if result is None:
+        return {"seed": seed, "shrunk": False, "why": "the seed did not fail on it alone"}
     mark = _Marked(invariant, (len(result.steps) - 1,), result.message)
     return {
         "seed": seed,

@@ -28,7 +28,7 @@ from .. import __version__
 from ..invariants import Monitor
 from ..model import Ok
 from ..model.policy import PolicyError
-from ..search.shrink import shrink_run
+from ..search.shrink import judging_only, shrink_run
 from ..sim.run import RunOptions, run_seed
 from ..store.shrink_cache import ShrinkKey
 from ..store.traces import step_from_row
@@ -95,10 +95,7 @@ def make_example(
     alone = None
     if result.violations[0].invariant != key.invariant:
         alone = key.invariant
-
-        def only(p: Any, hello: dict[str, Any]) -> Any:
-            return Monitor(p, hello, options.only_expected, invariants=(key.invariant,))
-
+        only = judging_only((key.invariant,), options.only_expected)
         result = run_seed(key.seed, policy, options, monitor=only)
     ops = options.ops
     shrunk = shrink_run(

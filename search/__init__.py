@@ -4,8 +4,9 @@ the Hypothesis state machine, and the linearizability checker.
 
 - :mod:`.explore` (with :mod:`.canon`, the key under which two states are the same):
   every interleaving up to a bound, breadth first;
-- :mod:`.shrink`: a failing run made small, as a scenario file;
-- :mod:`.repro`: a counterexample replayed and shrunk against a target;
+- :mod:`.shrink`: the one shrink engine (:mod:`.shrink.engine`) and its drivers: a failing
+  run, a scenario file or a seed through an adapter made small, as a scenario file;
+- :mod:`.repro`: a conformance failure shrunk through the adapter, as a repro file;
 - :mod:`.lockstep`: a target run side by side with the model, step by step;
 - :mod:`.stateful`: the same as a Hypothesis rule-based state machine;
 - :mod:`.linearize` (with :mod:`.history` and :mod:`.compare`): linearizability of

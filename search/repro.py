@@ -28,35 +28,27 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..invariants import Monitor
 from ..model import Crashed, Err, Ok, Policy, load_policy
 from ..procs import scratch
-from ..scenarios.load import LoadedScenario, load_text
+from ..scenarios.load import load_text
 from ..scenarios.names import COPY, GEN, Names
 from ..scenarios.render import toml_key, toml_value, write_scenario
 from ..scenarios.runner import run_scenario
-from ..scenarios.schema import EXPECTATIONS, Scenario
+from ..scenarios.schema import EXPECTATIONS
 from ..sim.run import RunOptions
 from ..targets.adapter import DEFAULT_TIMEOUT, AdapterTarget, split_command
 from ..targets.protocol import ProtocolError
 from ..targets.target import ModelTarget
 from ..trace.view import View
 from .lockstep import Divergence, LockstepTarget
-from .shrink import (
-    Search,
-    ThroughShrink,
-    delete_pass,
-    failure_key,
-    field_pass,
-    freeze,
-    shrink_through,
-    size_of,
-    thaw,
-)
+from .shrink.engine import Candidate, Judged, Shrinker, delete_chunks, minimize
+from .shrink.steps import build_scenario, candidate_steps, drop_fields, step_candidate
+from .shrink.through import failure_key, shrink_through
 
 DEFAULT_OPS = 40
 DEFAULT_SHRINK_SECONDS = 60.0
@@ -102,13 +94,7 @@ class Repro:
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{_slug(name)}.toml"
         path.write_text(self.text, encoding="utf-8")
-        return _with_path(self, str(path))
-
-
-def _with_path(r: Repro, path: str) -> Repro:
-    from dataclasses import replace
-
-    return replace(r, path=path)
+        return replace(self, path=str(path))
 
 
 def _slug(text: str) -> str:
@@ -335,38 +321,53 @@ def shrink_conformance(
             f"shrunk through the adapter: {shrunk.key}"
         ),
     )
-    return _finish(f"seed {seed}", shrunk, text, the_policy, argv, timeout, out, f"seed-{seed}")
-
-
-def _finish(
-    origin: str,
-    shrunk: ThroughShrink,
-    text: str,
-    policy: Policy,
-    argv: list[str],
-    timeout: float,
-    out: str | Path | None,
-    filename: str,
-) -> Repro:
-    text = with_model_expectations(text, shrunk.key, shrunk.where, policy)
-    verified, standalone, model_passes, divergence = _checks(
-        text, shrunk.key, policy, argv, timeout
-    )
-    repro = Repro(
-        origin,
+    found = _Found(
         shrunk.key,
         shrunk.message,
-        text,
+        shrunk.where,
         shrunk.final.operations + shrunk.final.faults,
         shrunk.original.operations + shrunk.original.faults,
         shrunk.runs,
         shrunk.seconds,
+    )
+    repro = _finish(f"seed {seed}", found, text, the_policy, argv, timeout)
+    return repro.write(out, f"seed-{seed}") if out is not None else repro
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """What a shrink found, as a repro counts it."""
+
+    key: str
+    message: str
+    where: str  # a divergence's compared part
+    steps: int
+    original_steps: int
+    runs: int
+    seconds: float
+
+
+def _finish(
+    origin: str, found: _Found, text: str, policy: Policy, argv: list[str], timeout: float
+) -> Repro:
+    """The repro of a shrunk ``text``: the model's answer appended as
+    expectations, checked three ways."""
+    text = with_model_expectations(text, found.key, found.where, policy)
+    verified, standalone, model_passes, divergence = _checks(text, found.key, policy, argv, timeout)
+    return Repro(
+        origin,
+        found.key,
+        found.message,
+        text,
+        found.steps,
+        found.original_steps,
+        found.runs,
+        found.seconds,
         verified,
         standalone,
         model_passes,
         divergence=divergence,
     )
-    return repro.write(out, filename) if out is not None else repro
 
 
 # --- library scenarios ---------------------------------------------------------------
@@ -400,36 +401,22 @@ def shrink_conformance_scenario(
         "step_limit": sc.step_limit,
     }
     strip = set(EXPECTATIONS)
-    steps0 = tuple(
-        tuple(
-            sorted(
-                (k, freeze(v)) for k, v in s.model_dump(exclude_none=True).items() if k not in strip
-            )
-        )
+    steps0 = step_candidate(
+        {k: v for k, v in s.model_dump(exclude_none=True).items() if k not in strip}
         for s in sc.step
     )
     with scratch.folder("shrink", workdir) as tmp:
         factory = LockstepFactory(argv, timeout, Path(tmp), name)
-        wheres: dict[tuple[Any, ...], tuple[str, str]] = {}
-
-        def build(cand: tuple[Any, ...]) -> Any:
-            if not cand:
-                return None
-            try:
-                doc = {**header, "step": [{k: thaw(v) for k, v in s} for s in cand]}
-                return LoadedScenario(Scenario.model_validate(doc), loaded.origin)
-            except Exception:  # noqa: BLE001 - an invalid candidate is simply not kept
-                return None
-
-        start = build(steps0)
+        wheres: dict[Candidate, tuple[str, str]] = {}
+        start = build_scenario(header, steps0, loaded.origin)
         if start is None:
             return None
         first_key, first_msg, first_where = scenario_key(start, the_policy, factory)
         if not first_key or first_key.startswith("other:"):
             return None
 
-        def test(cand: tuple[Any, ...]) -> Any:
-            built = build(cand)
+        def test(cand: Candidate) -> Judged | None:
+            built = build_scenario(header, cand, loaded.origin)
             if built is None:
                 return None
             k, msg, where = scenario_key(built, the_policy, factory)
@@ -439,44 +426,24 @@ def shrink_conformance_scenario(
             return (len(cand), sum(len(s) for s in cand), repr(cand)), cand
 
         wheres[steps0] = (first_msg, first_where)
-        search = Search(
-            test,
-            steps0,
-            (len(steps0), sum(len(s) for s in steps0), repr(steps0)),
-            max_runs,
-            time_limit,
-        )
-        search.runs = 1
-        while not search.spent():
-            improved = delete_pass(search)
-            improved = field_pass(search) or improved
-            if not improved:
-                break
-        final = search.cur
+        start_key = (len(steps0), sum(len(s) for s in steps0), repr(steps0))
+        search = Shrinker(test, steps0, start_key, max_runs, time_limit, runs=1)
+        final = minimize(search, (delete_chunks, drop_fields)).cur
         msg, where = wheres[final]
-        runs = search.runs
     lines = [f"{toml_key(k)} = {toml_value(v)}" for k, v in header.items()]
-    for s in final:
-        lines += ["", "[[step]]"] + [f"{toml_key(k)} = {toml_value(thaw(v))}" for k, v in s]
+    for step in candidate_steps(final):
+        lines += ["", "[[step]]"] + [f"{toml_key(k)} = {toml_value(v)}" for k, v in step.items()]
     text = "\n".join(lines) + "\n"
-    shrunk = ThroughShrink(
+    found = _Found(
         first_key,
         msg,
-        size_of(()),
-        size_of(()),
-        0,
-        0,
-        (),
-        (),
-        0,
-        runs,
-        time.perf_counter() - started,
         where,
+        len(final),
+        len(steps0),
+        search.runs,
+        time.perf_counter() - started,
     )
-    repro = _finish(f"scenario {sc.name}", shrunk, text, the_policy, argv, timeout, None, "")
-    from dataclasses import replace
-
-    repro = replace(repro, steps=len(final), original_steps=len(steps0))
+    repro = _finish(f"scenario {sc.name}", found, text, the_policy, argv, timeout)
     return repro.write(out, f"scenario-{sc.name}") if out is not None else repro
 
 
