@@ -100,16 +100,19 @@ class GroupDriver:
         """Send ``ops`` as one step and judge it."""
         sent = [self._target_op(op) for op in ops]
         pauses: list[Mapping[str, Any]] = []
+        killed = False
         if len(sent) == 1:
             reply, _ = self.target.request(sent[0])
             outcomes: list[dict[str, Any] | None] = [_wire(reply)]
         else:
             served, _ = self.target.group(sent, list(schedule))
-            outcomes, pauses = served.outcomes, served.pauses
+            outcomes, pauses, killed = served.outcomes, served.pauses, served.killed
         requests = tuple(_request(op, o) for op, o in zip(ops, outcomes, strict=True))
+        # A member with no outcome was in flight when the implementation died.
+        killed = killed or any(isinstance(r.returned, Unknown) for r in requests)
         now = max(op.now for op in ops)
         after = self._shown(ops, outcomes, now)
-        group = Group(self.state, requests, after, ids=dict(self.ids))
+        group = Group(self.state, requests, after, killed=killed, ids=dict(self.ids))
         verdict = linearize(group)
         if isinstance(verdict, Legal):
             self.state = verdict.state

@@ -30,10 +30,13 @@ PAUSE_POINTS = ("request", "runner")  # what the model adapter declares in hello
 class GroupReply(NamedTuple):
     """What a target answered to a group: one wire ``MemberOutcome`` per
     request, in the group's order (``None``: the implementation died and the
-    adapter with it, so nothing came back), and the pause points passed."""
+    adapter with it, so nothing came back), and the pause points passed.
+    ``killed``: the implementation was killed while the group ran, whether or
+    not a member was still in flight (its volatile state is gone)."""
 
     outcomes: list[dict[str, Any] | None]
     pauses: list[dict[str, Any]]
+    killed: bool = False
 
 
 class Served(NamedTuple):
