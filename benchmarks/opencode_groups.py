@@ -194,7 +194,8 @@ def shape(check: GroupCheck, sid: str) -> str:
     replies = []
     for r in check.group.requests:
         returned = r.returned
-        replies.append(getattr(returned, "code", None) or type(returned).__name__.lower())
+        reply = getattr(returned, "code", None) or type(returned).__name__.lower()
+        replies.append(f"{r.op.finish}:{reply}" if isinstance(r.op, Answer) else reply)
     shown = check.group.after.get(sid)
     call = list(shown.call.context) if shown is not None and shown.call is not None else None
     pending = [row.input for row in shown.pending] if shown is not None else []
