@@ -175,3 +175,28 @@ def test_a_target_that_swaps_two_receipts_is_not_linearizable() -> None:
     text = check.explain()
     assert "not linearizable" in text and "why each failed" in text
     assert "the target's interleaving: r0 request" in text
+
+
+class KilledAfterwards(ModelTarget):
+    """A target killed right after serving a group, before its response (a
+    kill the harness made, every member already done): says so or not."""
+
+    def __init__(self, says: bool) -> None:
+        super().__init__(G4, 4)
+        self.says = says
+
+    def group(self, ops: list[Any], schedule: list[int]) -> tuple[GroupReply, Any]:
+        reply, observed = super().group(ops, schedule)
+        self.kill()
+        return reply._replace(killed=self.says), observed
+
+
+@pytest.mark.parametrize("says", [True, False])
+def test_a_group_cut_by_a_kill_is_judged_with_it(says: bool) -> None:
+    """The open call the group made died with the kill: legal only when the
+    driver knows the group was killed (``GroupReply.killed``)."""
+    driver = GroupDriver(KilledAfterwards(says), G4, 4)
+    assert driver.run([Create(1, session="s1")]).legal
+    check = driver.run([Prompt(5, session="s1", input=x, text=x) for x in ("a", "b")], [0, 0])
+    assert check.group.killed == says
+    assert check.legal == says, check.explain()
