@@ -106,7 +106,7 @@ class GroupDriver:
             outcomes: list[dict[str, Any] | None] = [_wire(reply)]
         else:
             served, _ = self.target.group(sent, list(schedule))
-            outcomes, pauses, killed = served.outcomes, served.pauses, served.killed
+            outcomes, pauses, killed = served.outcomes, list(served.pauses), served.killed
         requests = tuple(_request(op, o) for op, o in zip(ops, outcomes, strict=True))
         # A member with no outcome was in flight when the implementation died.
         killed = killed or any(isinstance(r.returned, Unknown) for r in requests)
