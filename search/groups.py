@@ -132,6 +132,8 @@ class GroupDriver:
             served, _ = self.target.group(sent, list(schedule), *more)
             outcomes, pauses, killed = served.outcomes, served.pauses, served.killed
         requests = tuple(_request(op, o) for op, o in zip(ops, outcomes, strict=True))
+        # A member with no outcome was in flight when the implementation died.
+        killed = killed or any(isinstance(r.returned, Unknown) for r in requests)
         now = max(op.now for op in ops)
         after = self._shown(ops, outcomes, now)
         group = Group(self.state, requests, after, killed, ids=dict(self.ids))

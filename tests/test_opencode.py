@@ -18,6 +18,7 @@ Every request is bounded by the adapter timeout, so it never hangs.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -47,6 +48,8 @@ from inboxsim.model import (
     Op,
     Prompt,
 )
+from inboxsim.search.groups import GroupDriver
+from inboxsim.search.history import Unknown
 from inboxsim.targets.adapter import AdapterTarget
 from inboxsim.targets.protocol import ProtocolError
 from inboxsim.targets.target import ModelTarget
@@ -376,3 +379,51 @@ def test_no_process_left_after_a_failure(
         target.request(Prompt(2, session="s", input="i", text="late"))
     target.close()
     no_processes_left(data)
+
+
+def test_opencode_serves_groups_free_running(
+    opencode_ready: None, env_require_netns: None, tmp_path: Path
+) -> None:
+    """The adapter fires a group's HTTP requests at once (no pause points) and
+    the group driver judges each group against g2: exact retries of one ID,
+    a conflicting retry racing exact ones, steers racing an answer; then a
+    group whose server was SIGKILLed before it ran: every member unknown, the
+    adapter restarts the server, and the group is judged with the kill.
+    (``benchmarks/opencode_groups.py`` repeats such races many times.)"""
+    data = tmp_path / "data"
+    target = AdapterTarget(adapter_command(), data, STEP_LIMIT, timeout=2 * RECOMMENDED_TIMEOUT)
+    try:
+        driver = GroupDriver(target, PRESETS["g2"], STEP_LIMIT)
+        assert "group" in target.features and "pause_points" not in target.features
+        assert driver.run([Create(1, session="s1")]).legal
+        exact = driver.run([Prompt(2, session="s1", input="x", text="same")] * 3)
+        assert exact.legal, exact.explain()
+        receipts = [r.returned for r in exact.group.requests]
+        assert all(isinstance(r, Ok) for r in receipts) and len(set(map(str, receipts))) == 1
+        assert [e.type for e in exact.group.after["s1"].events or ()].count("admitted") == 1
+        assert all(
+            r.completed is not None and r.completed >= r.invoked for r in exact.group.requests
+        )
+        mixed = [Prompt(3, session="s1", input="y", text=t) for t in ("one", "one", "two")]
+        conflict = driver.run(mixed)
+        assert conflict.legal, conflict.explain()
+        codes = sorted(getattr(r.returned, "code", "ok") for r in conflict.group.requests)
+        assert codes in (
+            ["ok", "ok", "prompt_conflict"],
+            ["ok", "prompt_conflict", "prompt_conflict"],
+        )
+        call = driver.state.open_calls()[0].call
+        steers = [Prompt(4, session="s1", input=f"st{i}", text=f"steer {i}") for i in range(2)]
+        raced = driver.run([Answer(4, call=call, finish="tool"), *steers])
+        assert raced.legal, raced.explain()
+        server = int((data / "server.pid").read_text())
+        os.kill(server, signal.SIGKILL)
+        cut = driver.run([Prompt(5, session="s1", input=f"k{i}", text=f"k {i}") for i in range(2)])
+        assert cut.group.killed and cut.legal, cut.explain()
+        assert all(isinstance(r.returned, Unknown) for r in cut.group.requests)
+        assert int((data / "server.pid").read_text()) != server  # restarted
+        after = driver.run([Prompt(6, session="s1", input="z", text="after the kill")])
+        assert after.legal, after.explain()
+    finally:
+        target.close()
+        no_processes_left(data)

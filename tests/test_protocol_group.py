@@ -257,3 +257,30 @@ def test_a_kill_that_loses_an_acknowledged_admission_is_not_linearizable() -> No
     assert "what the target showed after it (restarted):\n  s1: pending []; transcript []" in text
     assert "-> log of s1: model [admitted:a], target nothing more at that place" in text
     assert "the kill: r1 asked to crash at after_admit, and died there" in text
+
+
+class KilledAfterwards(ModelTarget):
+    """A target killed right after serving a group, before its response (a
+    kill the harness made, every member already done): says so or not."""
+
+    def __init__(self, says: bool) -> None:
+        super().__init__(G4, 4)
+        self.says = says
+
+    def group(
+        self, ops: list[Any], schedule: list[int], crash_at: Any = ()
+    ) -> tuple[GroupReply, Any]:
+        reply, observed = super().group(ops, schedule, crash_at)
+        self.kill()
+        return reply._replace(killed=self.says), observed
+
+
+@pytest.mark.parametrize("says", [True, False])
+def test_a_group_cut_by_a_kill_is_judged_with_it(says: bool) -> None:
+    """The open call the group made died with the kill: legal only when the
+    driver knows the group was killed (``GroupReply.killed``)."""
+    driver = GroupDriver(KilledAfterwards(says), G4, 4)
+    assert driver.run([Create(1, session="s1")]).legal
+    check = driver.run([Prompt(5, session="s1", input=x, text=x) for x in ("a", "b")], [0, 0])
+    assert check.group.killed == says
+    assert check.legal == says, check.explain()

@@ -62,6 +62,7 @@ import sqlite3
 import struct
 import subprocess
 import sys
+import threading
 import time
 from bisect import bisect_right
 from pathlib import Path
@@ -69,15 +70,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from events import EVENT_MAP
-from fake_provider import TOOL_TARGET, Provider
+from fake_provider import TOOL_TARGET, Provider, monotonic_ms
 
 VERSION = "1.18.33"
 PACKAGE = f"opencode-ai@{VERSION}"
 PROTOCOL = 1
 # See docs/opencode.md: no synthetic, compaction barrier, fork, resume route,
 # crash op or failpoints in 1.18.33; and "no_metadata", a restriction: the
-# 1.18.33 prompt has no metadata field, so the harness sends none.
-FEATURES = ["interrupt", "revert", "no_metadata"]
+# 1.18.33 prompt has no metadata field, so the harness sends none. Groups run
+# free (one thread and one HTTP connection per member): the server has no
+# pause points.
+FEATURES = ["interrupt", "revert", "no_metadata", "group"]
 PROVIDER_ID, MODEL_ID = "fake", "fake-model"
 EXIT_USAGE, EXIT_INSTALL, EXIT_NETNS, EXIT_START = 2, 4, 5, 6
 
@@ -245,6 +248,8 @@ class Ids:
         self.input_of = {v["oc"]: k for k, v in self.inputs.items()}
         self._last = 0
         self._count = 0
+        # A group's members map IDs from their own threads.
+        self.lock = threading.RLock()
 
     def save(self) -> None:
         doc = {
@@ -270,29 +275,37 @@ class Ids:
         return f"{prefix}_{stamp:012x}{tail}"
 
     def new_session(self, harness: str) -> str:
-        oc = self.ascending("ses")
-        self.sessions[harness] = oc
-        self.session_of[oc] = harness
-        self.save()
-        return oc
+        with self.lock:
+            oc = self.ascending("ses")
+            self.sessions[harness] = oc
+            self.session_of[oc] = harness
+            self.save()
+            return oc
 
-    def new_input(self, harness: str, session: str) -> str:
-        oc = self.ascending("msg")
-        self.inputs[harness] = {"oc": oc, "session": session}
-        self.input_of[oc] = harness
-        self.save()
-        return oc
+    def input(self, harness: str, session: str) -> str:
+        """The OpenCode ID of input ``harness``, new (and saved) if unknown."""
+        with self.lock:
+            known = self.inputs.get(harness)
+            if known is not None:
+                return known["oc"]
+            oc = self.ascending("msg")
+            self.inputs[harness] = {"oc": oc, "session": session}
+            self.input_of[oc] = harness
+            self.save()
+            return oc
 
     def fresh_input(self) -> str:
-        while True:
-            self.counter += 1
-            name = f"in-{self.counter}"
-            if name not in self.inputs:
-                return name
+        with self.lock:
+            while True:
+                self.counter += 1
+                name = f"in-{self.counter}"
+                if name not in self.inputs:
+                    return name
 
     def fresh_call(self) -> str:
-        self.calls += 1
-        return f"call-{self.calls}"
+        with self.lock:
+            self.calls += 1
+            return f"call-{self.calls}"
 
 
 class Clock:
@@ -554,6 +567,9 @@ class Adapter:
         # A call's context, read once right after it opened: what the model was
         # sent, whatever a later revert does to the messages it named.
         self.contexts: dict[str, list[str]] = {}
+        # A group member's thread: its own HTTP connection, and no settling
+        # of its own (the group settles once, when every member is done).
+        self.member = threading.local()
 
     def _new_call_id(self) -> str:
         call = self.ids.fresh_call()
@@ -568,10 +584,32 @@ class Adapter:
         self.provider.close()
         self.server.stop()
 
+    def server_died(self, wait: float = 2.0) -> bool:
+        """Has the server exited? (A SIGKILL's connection resets can come a
+        moment before its exit status, so wait up to ``wait`` seconds.)"""
+        proc = self.server.proc
+        deadline = time.monotonic() + wait
+        while proc is not None and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return proc is None or proc.poll() is not None
+
+    def restart(self) -> None:
+        """Start the server again on the same folder, after it died."""
+        self.server.stop()
+        self.contexts.clear()
+        for held in self.provider.snapshot():  # the dead server's requests
+            self.provider.drop(held.call, "the server died")
+        for oc in self.ids.sessions.values():
+            self.provider.reset_steps(oc)
+        self.server.start(float(os.environ.get("INBOXSIM_OPENCODE_START_TIMEOUT", "60")))
+
     # --- helpers ---------------------------------------------------------------
 
     @property
     def http(self) -> Http:
+        own: Http | None = getattr(self.member, "http", None)
+        if own is not None:
+            return own
         assert self.server.http is not None
         return self.server.http
 
@@ -605,7 +643,10 @@ class Adapter:
         """Until every session is idle or blocked on a held model call
         (adapter protocol "Quiescence"), seen twice running with nothing new
         in the watched sessions' logs. ``wake``: a session a prompt just woke,
-        which must get going (become active, or promote everything) first."""
+        which must get going (become active, or promote everything) first.
+        A group member does not settle: the group does, once (``op_group``)."""
+        if getattr(self.member, "http", None) is not None:
+            return
         deadline = time.monotonic() + self.settle_timeout
         previous: tuple[Any, ...] | None = None
         wake_deadline = time.monotonic() + 1.0
@@ -660,6 +701,13 @@ class Adapter:
     # --- operations ------------------------------------------------------------
 
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        handler = self.handler(req)
+        if req["op"] not in ("log", "messages", "pending", "calls"):
+            self.clock.tick(req["now"])
+        self.requests += 1
+        return dict(handler(req))
+
+    def handler(self, req: dict[str, Any]) -> Any:
         op = req.get("op")
         now = req.get("now")
         if not isinstance(now, int) or isinstance(now, bool):
@@ -669,10 +717,93 @@ class Adapter:
         handler = getattr(self, f"op_{op}", None)
         if handler is None:
             raise Refused("unsupported", f"OpenCode 1.18.33 has no operation {op!r} here")
-        if op not in ("log", "messages", "pending", "calls"):
-            self.clock.tick(now)
-        self.requests += 1
-        return dict(handler(req))
+        return handler
+
+    def op_group(self, req: dict[str, Any]) -> dict[str, Any]:
+        """A concurrent group (docs/protocol.md, "Groups and pause points"),
+        run free: one thread and one HTTP connection per member, released
+        together by a barrier, each timed on the monotonic clock (ms) just
+        before it starts and when its outcome is back; then quiescence once.
+        No pause points, so a ``schedule`` (never sent without the feature)
+        is ignored. The clock ticked once for the group's one ``now``."""
+        members = req.get("requests")
+        if not isinstance(members, list) or not members:
+            raise Refused("invalid_request", "a group needs a non-empty list of requests")
+        rids = [m.get("rid") if isinstance(m, dict) else None for m in members]
+        if any(not isinstance(r, int) or isinstance(r, bool) for r in rids):
+            raise Refused("invalid_request", "every request of a group needs an integer rid")
+        if len(set(rids)) != len(rids):
+            raise Refused("invalid_request", "the requests of a group need distinct rids")
+        if any(m.get("now") != req["now"] for m in members):
+            raise Refused("invalid_request", "every request of a group carries the group's now")
+        if any(m.get("op") in ("hello", "crash", "group") for m in members):
+            raise Refused("invalid_request", "a group cannot hold hello, crash or group")
+        sessions = {self.ids.sessions[s] for s in _sessions_named(members, self.ids.sessions)}
+        calls = {c.call: c.oc_session for c in self.provider.snapshot()}
+        sessions |= {calls[m["call"]] for m in members if m.get("call") in calls}
+        outcomes: list[dict[str, Any]] = [{} for _ in members]
+        lost: list[int] = []  # members whose HTTP request broke off
+        start = threading.Barrier(len(members))
+
+        def member(i: int) -> None:
+            self.member.http = Http(self.server.port)
+            outcome: dict[str, Any] = {"rid": rids[i]}
+            try:
+                start.wait()
+                outcome["invoked"] = monotonic_ms()
+                try:
+                    outcome.update(ok=True, result=dict(self.handler(members[i])(members[i])))
+                except Refused as refused:
+                    outcome.update(ok=False, error={"code": refused.code, "message": str(refused)})
+                except (OSError, http.client.HTTPException) as exc:
+                    lost.append(i)
+                    error = {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}
+                    outcome.update(ok=False, error=error)
+                except (sqlite3.Error, KeyError) as exc:
+                    error = {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}
+                    outcome.update(ok=False, error=error)
+                outcome["completed"] = monotonic_ms()
+            finally:
+                self.member.http.close()
+                outcomes[i] = outcome
+
+        threads = [threading.Thread(target=member, args=(i,)) for i in range(len(members))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        woken = {
+            self.ids.sessions[m["session"]]
+            for m in members
+            if m.get("op") == "prompt"
+            and m.get("resume") is not False
+            and m.get("session") in self.ids.sessions
+        }
+        interrupted = {
+            self.ids.sessions[m["session"]]
+            for m in members
+            if m.get("op") == "interrupt" and m.get("session") in self.ids.sessions
+        }
+        try:
+            if lost and self.server_died():
+                raise ConnectionError("the server died during the group")
+            for oc in sorted(woken) or [None]:
+                self.settle(sessions, wake=oc)
+            if interrupted:
+                self.drop_interrupted(interrupted)
+        except (OSError, http.client.HTTPException):
+            if not self.server_died():
+                raise
+            # The server died with the group in flight (SIGKILLed: a kill the
+            # harness made, as between requests): a member whose request broke
+            # off has an unknown outcome; restart, as a kill's restart would,
+            # and nothing resumes by itself (G2).
+            for i in lost:
+                outcomes[i] = {"rid": rids[i], "unknown": True, "invoked": outcomes[i]["invoked"]}
+            say("the server died during a group; restarting it")
+            self.restart()
+            self.settle(sessions)
+        return {"outcomes": outcomes}
 
     def op_hello(self, req: dict[str, Any]) -> dict[str, Any]:
         if "step_limit" in req:
@@ -719,13 +850,8 @@ class Adapter:
             if req.get(key):
                 prompt[key] = req[key]
         given = req.get("input")
-        if given is None:
-            input_id = self.ids.fresh_input()
-            msg = self.ids.new_input(input_id, harness)
-        else:
-            input_id = _str(req, "input")
-            known = self.ids.inputs.get(input_id)
-            msg = known["oc"] if known else self.ids.new_input(input_id, harness)
+        input_id = self.ids.fresh_input() if given is None else _str(req, "input")
+        msg = self.ids.input(input_id, harness)
         body: dict[str, Any] = {"id": msg, "prompt": prompt}
         if req.get("delivery") is not None:
             body["delivery"] = req["delivery"]
@@ -759,10 +885,17 @@ class Adapter:
         if status not in (200, 204):
             raise self.http_error(status, answer, "POST interrupt")
         self.settle({oc})
-        for held in self.provider.snapshot():  # OpenCode gave up on it
-            if held.oc_session == oc and oc not in self.active():
-                self.provider.drop(held.call, "the session was interrupted")
+        if getattr(self.member, "http", None) is None:
+            self.drop_interrupted({oc})
         return {"interrupted": busy}
+
+    def drop_interrupted(self, sessions: set[str]) -> None:
+        """Once settled: a held call of an interrupted session that is no
+        longer active is one OpenCode gave up on."""
+        active = self.active()
+        for held in self.provider.snapshot():
+            if held.oc_session in sessions and held.oc_session not in active:
+                self.provider.drop(held.call, "the session was interrupted")
 
     def op_calls(self, req: dict[str, Any]) -> dict[str, Any]:
         held = self.provider.snapshot()
@@ -970,6 +1103,11 @@ class Adapter:
                 for i, d, s, t in rows
             ]
         }
+
+
+def _sessions_named(members: list[dict[str, Any]], known: dict[str, str]) -> set[str]:
+    """The harness sessions a group's members name (and the adapter knows)."""
+    return {m["session"] for m in members if isinstance(m.get("session"), str)} & set(known)
 
 
 def _str(req: dict[str, Any], key: str) -> str:
