@@ -99,7 +99,7 @@ class GroupDriver:
     def run(self, ops: Sequence[Op], schedule: Sequence[int] = ()) -> GroupCheck:
         """Send ``ops`` as one step and judge it."""
         sent = [self._target_op(op) for op in ops]
-        pauses: list[Mapping[str, Any]] = []
+        pauses: list[dict[str, Any]] = []
         if len(sent) == 1:
             reply, _ = self.target.request(sent[0])
             outcomes: list[dict[str, Any] | None] = [_wire(reply)]
@@ -118,12 +118,12 @@ class GroupDriver:
 
     def _target_op(self, op: Op) -> Op:
         """The op with the model's generated IDs replaced by the target's."""
-        changes = {
+        changes: dict[str, Any] = {
             name: self.ids[value]
             for name in ID_FIELDS
             if isinstance(value := getattr(op, name, None), str) and value in self.ids
         }
-        return replace(op, **changes) if changes else op  # type: ignore[type-var]
+        return replace(op, **changes) if changes else op
 
     def _shown(
         self, ops: Sequence[Op], outcomes: Sequence[dict[str, Any] | None], now: int

@@ -231,7 +231,7 @@ def with_model_expectations(text: str, key: str, where: str, policy: Policy) -> 
         return text
     last = specs[-1]
     number = len(specs)
-    result = run_scenario(loaded, policy, monitor=False)
+    result = run_scenario(loaded, policy, monitor=None)
     harness = {s.input for s in specs if s.input and not s.input.startswith((GEN, COPY))}
     view, names = View(), Names(harness)
     reply = None

@@ -29,12 +29,6 @@ from ..model import Policy
 from ..trace.record import Step
 
 
-class ViolationLike(Protocol):
-    invariant: str
-    steps: tuple[int, ...]
-    message: str
-
-
 class MonitorLike(Protocol):
     exercised: set[str]
 
