@@ -135,7 +135,7 @@ TargetOption = Annotated[
 
 def _sim_inputs(policy: str, ops: int, target: str, only_expected: bool) -> tuple[Any, Any]:
     """Check the options every seeded command shares; the policy and run options."""
-    from inboxsim.model import load_policy
+    from inboxsim.policy_file import load_policy
     from inboxsim.sim.run import RunOptions
 
     if target != "model":
@@ -332,7 +332,7 @@ def explore(
     Exits 1 with the shortest counterexample (written as a scenario file) when
     an invariant is violated, 0 when none is within the bound.
     """
-    from inboxsim.model import load_policy
+    from inboxsim.policy_file import load_policy
     from inboxsim.search import explore as ex
     from inboxsim.sim import checkers
 
@@ -1008,7 +1008,7 @@ def shrink(
         document = {"seed": seed, "policy": the_policy.name, "violated": True, **result.document()}
         text: str | None = result.text
     else:
-        from inboxsim.model import load_policy
+        from inboxsim.policy_file import load_policy
 
         if target != "model":
             raise HarnessError(f"--target {target!r} is not available yet: only 'model' is")

@@ -24,7 +24,7 @@ Then the largest size whose slowest group checks in under a second, with
 the log read and without. CPU time is used because the machine is shared; the load average
 is printed.
 
-    python benchmarks/bench_linearize.py [--groups 20] [--sizes 2,4,6,8] [--up-to 12]
+    python -m benchmarks.bench_linearize [--groups 20] [--sizes 2,4,6,8] [--up-to 12]
         [--budget 200000]
 """
 
@@ -49,7 +49,7 @@ from inboxsim.model import (
     apply,
 )
 from inboxsim.search import Group, Legal, Undecided, linearize
-from inboxsim.tests.group_helpers import NOW, created, simulate
+from tests.group_helpers import NOW, created, simulate
 
 
 def before() -> State:

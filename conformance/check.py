@@ -42,7 +42,8 @@ from ..impls import sqlite_inbox
 from ..impls.opencode import RECOMMENDED_TIMEOUT, adapter_command
 from ..invariants import Monitor
 from ..invariants.registry import REGISTRY, expected
-from ..model import Crashed, Policy, load_policy
+from ..model import Crashed, Policy
+from ..policy_file import load_policy
 from ..procs import scratch
 from ..scenarios.load import load_library, load_scenario, select_library
 from ..scenarios.runner import run_scenario

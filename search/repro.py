@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from ..invariants import Monitor
-from ..model import Crashed, Err, Ok, Policy, load_policy
+from ..model import Crashed, Err, Ok, Policy
+from ..policy_file import load_policy
 from ..procs import scratch
 from ..scenarios.load import LoadedScenario, load_text
 from ..scenarios.names import COPY, GEN, Names

@@ -37,8 +37,9 @@ import sys
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..model import Crashed, Err, Policy, State, apply, initial_state, load_policy, op_from_wire
+from ..model import Crashed, Err, Policy, State, apply, initial_state, op_from_wire
 from ..model.policy import PolicyError
+from ..policy_file import load_policy
 from .group import PAUSE_POINTS, Served, serve_group
 from .request_check import valid
 

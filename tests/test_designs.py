@@ -19,8 +19,8 @@ from inboxsim.model import PRESETS, Policy
 from inboxsim.scenarios.load import load_text
 from inboxsim.scenarios.runner import run_scenario
 from inboxsim.sim.run import RunOptions, run_seed
-from inboxsim.tests.reports_helpers import Monitor as Quiet
 from inboxsim.trace.record import Step, step_wire
+from tests.reports_helpers import Monitor as Quiet
 
 
 @pytest.fixture(scope="module")

@@ -35,8 +35,7 @@ from inboxsim.model.state import State, Tx
 from inboxsim.model.values import Err, Message, canonical_json, parse_json
 from inboxsim.targets import target as target_mod
 from inboxsim.trace.record import MessageView
-
-from .invariant_driver import random_run
+from tests.invariant_driver import random_run
 
 apply_mod = importlib.import_module(
     "inboxsim.model.apply"
