@@ -64,9 +64,6 @@ def _emit_json(document: Mapping[str, Any]) -> None:
 
 
 # --- commands ---------------------------------------------------------------
-# The contract's other commands (sweep, replay, shrink, run, explore,
-# conformance, mutants, check, validate, report, diff, designs, invariants)
-# are added here, one function each, as their issues land.
 
 
 @app.command()
@@ -100,7 +97,7 @@ def version(as_json: JsonFlag = False) -> None:
         typer.echo(f"{PROG} {__version__}")
 
 
-# --- sweep and replay (issue 4: the seeded scheduler) -------------------------
+# --- sweep and replay (the seeded scheduler) ----------------------------------
 
 PolicyOption = Annotated[
     str,
@@ -138,7 +135,7 @@ TargetOption = Annotated[
 
 def _sim_inputs(policy: str, ops: int, target: str, only_expected: bool) -> tuple[Any, Any]:
     """Check the options every seeded command shares; the policy and run options."""
-    from inboxsim.model import load_policy
+    from inboxsim.policy_file import load_policy
     from inboxsim.sim.run import RunOptions
 
     if target != "model":
@@ -335,7 +332,7 @@ def explore(
     Exits 1 with the shortest counterexample (written as a scenario file) when
     an invariant is violated, 0 when none is within the bound.
     """
-    from inboxsim.model import load_policy
+    from inboxsim.policy_file import load_policy
     from inboxsim.search import explore as ex
     from inboxsim.sim import checkers
 
@@ -386,7 +383,7 @@ def explore(
     raise typer.Exit(int(ExitCode.TARGET_FAILED if result.violations else ExitCode.OK))
 
 
-# --- run (issue 5: scenarios) ---------------------------------------------------
+# --- run (scenarios) ------------------------------------------------------------
 
 
 @app.command("run")
@@ -506,7 +503,7 @@ def coverage_command(
     print(f"coverage: {out} {'is current' if current else 'written'}", file=sys.stderr)
 
 
-# --- invariants (issue 3: the invariant checkers) -------------------------------
+# --- invariants (the invariant checkers) ----------------------------------------
 
 
 @app.command("invariants")
@@ -537,7 +534,7 @@ def list_invariants(as_json: JsonFlag = False) -> None:
             typer.echo(f"        {part['reason']}")
 
 
-# --- check, report, diff (issue 6: the trace store and reports) -----------------
+# --- check, report, diff (the trace store and reports) --------------------------
 
 DbOption = Annotated[str, typer.Option("--db", help="The DuckDB trace store.")]
 
@@ -937,7 +934,7 @@ def validate_command(
     raise typer.Exit(result.exit_code)
 
 
-# --- shrink (issue 5: minimal failing scenarios) ----------------------------------
+# --- shrink (minimal failing scenarios) -------------------------------------------
 
 
 @app.command()
@@ -1023,33 +1020,35 @@ def shrink(
             raise typer.Exit(int(ExitCode.OK))
         written = out or f"shrink-{the_policy.name}-{seed}.toml"
         document = {"seed": seed, "policy": the_policy.name, "violated": True, **result.document()}
+        text: str | None = result.text
     else:
-        from inboxsim.model import load_policy
+        from inboxsim.policy_file import load_policy
 
         if target != "model":
             raise HarnessError(f"--target {target!r} is not available yet: only 'model' is")
         the_policy = load_policy(policy) if policy is not None else None
         print(f"shrink: running scenario {what}", file=sys.stderr)
-        result = sh.shrink_scenario_file(
+        shrunk = sh.shrink_scenario_file(
             what, the_policy, max_runs=max_runs, time_limit=time_limit, expect=expect
         )
-        if result.invariant is None:
+        if shrunk.invariant is None:
             state = (
                 "passes"
-                if result.passed
+                if shrunk.passed
                 else "fails only on expectations, which shrink does not reduce"
             )
             if as_json:
                 _emit_json(
-                    {"file": what, "violated": False, "passed": result.passed, "written": None}
+                    {"file": what, "violated": False, "passed": shrunk.passed, "written": None}
                 )
             else:
                 typer.echo(f"{what} violates no invariant ({state}): nothing to shrink")
-            raise typer.Exit(int(ExitCode.OK if result.passed else ExitCode.TARGET_FAILED))
+            raise typer.Exit(int(ExitCode.OK if shrunk.passed else ExitCode.TARGET_FAILED))
         written = out or str(Path(what).with_suffix("")) + "-min.toml"
-        document = {"file": what, "violated": True, **result.document()}
+        document = {"file": what, "violated": True, **shrunk.document()}
+        text = shrunk.text
     try:
-        Path(written).write_text(result.text or "", encoding="utf-8")
+        Path(written).write_text(text or "", encoding="utf-8")
     except OSError as exc:
         raise HarnessError(f"cannot write {written}: {exc.strerror}") from None
     document["written"] = written
@@ -1085,7 +1084,7 @@ def shrink(
     raise typer.Exit(int(ExitCode.TARGET_FAILED))
 
 
-# --- designs (issue 10: the design-exploration report) ---------------------------
+# --- designs (the design-exploration report) -------------------------------------
 
 
 @app.command()
@@ -1143,7 +1142,7 @@ def designs(
     typer.echo(f"written: {', '.join(str(p) for p in paths)} ({doc['seconds']} s)")
 
 
-# --- init-adapter (issue 20: the example adapters) --------------------------------
+# --- init-adapter (the example adapters) ------------------------------------------
 
 
 @app.command("init-adapter")

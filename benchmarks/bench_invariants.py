@@ -1,7 +1,7 @@
 """Events checked per second, for all invariants together, over traces the
 reference model produces.
 
-    python benchmarks/bench_invariants.py [--runs 300] [--ops 60] [--policy g4] [--json]
+    python -m benchmarks.bench_invariants [--runs 300] [--ops 60] [--policy g4] [--json]
 
 The traces are generated first (not timed) by the invariant tests' seeded
 random driver: every protocol operation, kills, failpoints and a closing
@@ -38,7 +38,7 @@ def _import_inboxsim() -> None:
 def measure(policy_name: str, runs: int, ops: int, seed0: int = 0) -> dict[str, Any]:
     from inboxsim.invariants import REGISTRY, check_trace
     from inboxsim.model import PRESETS
-    from inboxsim.tests.invariant_driver import random_run
+    from tests.invariant_driver import random_run
 
     policy = PRESETS[policy_name]
     traces = [random_run(policy, seed0 + i, ops).trace() for i in range(runs)]

@@ -35,7 +35,7 @@ largest size whose slowest group checks in under a second (memo), with the
 log read and without. CPU time is used because the machine is shared; the
 load average is printed.
 
-    python benchmarks/bench_linearize.py [--groups 20] [--sizes 2,4,6,8] [--up-to 12]
+    python -m benchmarks.bench_linearize [--groups 20] [--sizes 2,4,6,8] [--up-to 12]
         [--budget 200000] [--no-log]
 """
 
@@ -67,7 +67,7 @@ from inboxsim.model import (
 from inboxsim.search import Group, Legal, Match, Mismatch, Undecided, compare, linearize
 from inboxsim.search.history import Row, Unknown
 from inboxsim.search.linearize import observe
-from inboxsim.tests.group_helpers import NOW, created, known_ids, simulate
+from tests.group_helpers import NOW, created, known_ids, simulate
 
 
 def before() -> State:

@@ -38,7 +38,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inboxsim.model import load_policy
+from inboxsim.policy_file import load_policy
 from inboxsim.search.shrink import shrink_run, size_of
 from inboxsim.sim.rng import Chooser
 from inboxsim.sim.run import RunOptions, RunResult, run, run_random, run_seed

@@ -1,7 +1,7 @@
 """The merge key's bisimulation check (tests/test_canon.py) at bounds too big
 for CI: every path to the depth, every path of every merged class compared.
 
-    python benchmarks/deep_bisimulation.py g4:1:3 g5:1:3   # policy:sessions:depth
+    python -m benchmarks.deep_bisimulation g4:1:3 g5:1:3   # policy:sessions:depth
 
 Measured (2-core machine, two searches beside it): g4:1:3 holds in 173 s,
 g5:1:3 in 272 s. A failure raises the test's AssertionError with the two
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from inboxsim.tests import test_canon
+from tests import test_canon
 
 
 def main() -> int:

@@ -1,6 +1,6 @@
 """The damaged-store half of the harness's fault-injection suite, long version.
 
-    python benchmarks/faults_store.py [--sample] [--skip mutants --db ...] [--json FILE]
+    python -m benchmarks.faults_store [--sample] [--skip mutants --db ...] [--json FILE]
 
 Builds a good store (a 30-seed sweep and six scenario runs: some 4 MB, 17
 blocks), then spoils a fresh copy of it in every way of
@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from inboxsim.tests import store_damage as sd
+from tests import store_damage as sd
 
 
 def main() -> int:

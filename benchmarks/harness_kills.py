@@ -1,6 +1,6 @@
 """The long version of the harness's kill suite (issue 17): many kill points.
 
-    python benchmarks/harness_kills.py [--trials 120] [--seed 1] [--kinds sweep-local,...]
+    python -m benchmarks.harness_kills [--trials 120] [--seed 1] [--kinds sweep-local,...]
                                        [--json results.json]
 
 Runs ``--trials`` trials of ``tests/harness_faults.py`` (the same machinery
@@ -30,7 +30,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from inboxsim.tests.harness_faults import KINDS, Outcome, plan, run_trial
+from tests.harness_faults import KINDS, Outcome, plan, run_trial
 
 
 def main() -> int:

@@ -6,7 +6,7 @@ unfiltered): the same violation at the same shortest depth. For g4 (which
 holds): the same distinct keys level by level, and how many transitions
 the reduction did not judge.
 
-    python benchmarks/reduction_soundness.py [--sessions 2] [--depth 4] [--pool 2]
+    python -m benchmarks.reduction_soundness [--sessions 2] [--depth 4] [--pool 2]
         [--holds-depth 3]
 
 A disagreement exits 1 and names the case. Measured figures are in
@@ -23,7 +23,7 @@ import time
 from inboxsim.invariants import Monitor
 from inboxsim.model import PRESETS
 from inboxsim.search import explore as ex
-from inboxsim.tests.test_explore import BROKEN
+from tests.test_explore import BROKEN
 
 
 def main() -> int:

@@ -23,6 +23,7 @@ from ..scenarios.load import (
 )
 from ..scenarios.runner import (
     Failure,
+    MonitorFactory,
     ScenarioResult,
     TargetFactory,
     default_monitor,
@@ -110,21 +111,23 @@ def run_all(
     for number, loaded in enumerate(scenarios, start=1):
         if progress:
             print(f"run: [{number}/{len(scenarios)}] {loaded.name}", file=sys.stderr)
-        judge = monitor is not None  # True: the checkers the run's policy calls for
         # --policy naming the file's own policy runs it as the file's own
         own = override is not None and override.name == loaded.scenario.policy
         chosen = None if own else override
         if has_group(loaded.scenario):  # judged by the linearizability search
-            results.append(_run_on_adapter(loaded, chosen, False, target_factory or model_target))
+            results.append(_run_on_adapter(loaded, chosen, None, target_factory or model_target))
         elif target_factory is None:
-            results.append(run_scenario(loaded, chosen, monitor=judge))
+            results.append(run_scenario(loaded, chosen, monitor=monitor))
         else:
-            results.append(_run_on_adapter(loaded, chosen, judge, target_factory))
+            results.append(_run_on_adapter(loaded, chosen, monitor, target_factory))
     return results, monitor is not None
 
 
 def _run_on_adapter(
-    loaded: LoadedScenario, policy: Policy | None, monitor: bool, factory: TargetFactory
+    loaded: LoadedScenario,
+    policy: Policy | None,
+    monitor: MonitorFactory | None,
+    factory: TargetFactory,
 ) -> ScenarioResult:
 
     try:
@@ -136,7 +139,7 @@ def _run_on_adapter(
         empty = Trace(TraceHeader(None, chosen.name, "adapter", {}, __version__), ())
         failure = Failure(None, f"protocol error: {error}")
         return ScenarioResult(
-            loaded.name, loaded.origin, chosen.name, (failure,), empty, "", monitor, 0
+            loaded.name, loaded.origin, chosen.name, (failure,), empty, "", monitor is not None, 0
         )
 
 

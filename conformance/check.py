@@ -43,7 +43,8 @@ from ..impls import sqlite_inbox
 from ..impls.opencode import RECOMMENDED_TIMEOUT, adapter_command
 from ..invariants import Monitor
 from ..invariants.registry import REGISTRY, expected
-from ..model import Crashed, Policy, load_policy
+from ..model import Crashed, Policy
+from ..policy_file import load_policy
 from ..procs import scratch
 from ..scenarios.load import load_library, load_scenario, select_library
 from ..scenarios.runner import run_scenario
@@ -71,7 +72,6 @@ TARGETS = ("sqlite", "model-adapter", "opencode")
 DEFAULT_OPS = 40
 SHRINKABLE = frozenset({"diverged", "violated"})  # failures shrunk to a repro file
 SEED_ROWS = 50  # more seeds than this: the summary lists only those that did not hold
-DEFAULT_SHRINK = 3  # failures shrunk per conformance run
 DEFAULT_SHRINK_SECONDS = 60.0  # the budget of each
 
 Progress = Callable[[str], None]
@@ -409,7 +409,9 @@ def scenario_item(
             detail = "\n".join(str(f) for f in (broken or list(result.failures)))
             item = Item("scenario", scenario.name, verdict, detail, repro)
             item.failure = (
-                violation_failure([(f.invariant, f.message) for f in broken])
+                violation_failure(
+                    [(f.invariant, f.message) for f in broken if f.invariant is not None]
+                )
                 if broken
                 else {"key": "expectation", "message": str(result.failures[0])}
             )

@@ -6,7 +6,7 @@ adapter's command line; :func:`mutant_command` gives both). The catalogue
 :data:`MUTANTS` names each one, says in one line what it gets wrong, and the
 class of bug it stands for.
 
-The kill check (:func:`check_mutant`, :func:`kill_matrix`) runs the scenario
+The kill check (:func:`check_mutant`, once per mutant) runs the scenario
 library in lockstep (``LockstepTarget(ModelTarget(g4), AdapterTarget(sqlite
 with the mutant))``) and, for what that leaves alive, seeded lockstep runs
 judged by the invariant checkers. A mutant counts as **killed** only by a
@@ -603,18 +603,6 @@ def _no_violation(invariant: str, steps: tuple[int, ...], message: str) -> Any:
     return SimpleNamespace(invariant=invariant, steps=steps, message=message)
 
 
-def kill_matrix(
-    names: Iterable[str] | None = None,
-    seeds: Iterable[int] = range(20),
-    **kw: Any,
-) -> list[KillResult]:
-    """:func:`check_mutant` for each mutant (all by default)."""
-
-    scenarios = load_library()
-    seeds = tuple(seeds)
-    return [check_mutant(n, scenarios, seeds, **kw) for n in (MUTANTS if names is None else names)]
-
-
 # The leading keys of every mutant's entry in the results document, in order.
 RESULT_FIELDS = (
     "mutant",
@@ -935,7 +923,6 @@ __all__ = [
     "KillResult",
     "Mutant",
     "check_mutant",
-    "kill_matrix",
     "library_planted_bugs",
     "matrix_document",
     "mutant_command",

@@ -43,8 +43,9 @@ from urllib.parse import quote
 from ..errors import HarnessError
 from ..impls.opencode.events import EVENT_MAP
 from ..invariants.registry import expected
-from ..model import Event, Policy, load_policy
+from ..model import Event, Policy
 from ..model.values import canonical_json
+from ..policy_file import load_policy
 from .validate import ValidateResult, judged_under, validate_events
 
 ROWS = "admission-projects-row"

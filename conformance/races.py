@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -212,8 +212,13 @@ class Free:
     def request(self, op: Op, crash_at: str | None = None) -> tuple[Reply, Observed]:
         return self.inner.request(op, crash_at)
 
-    def group(self, ops: list[Op], schedule: list[int]) -> tuple[GroupReply, Observed]:
-        return self.inner.group(ops, None)
+    def kill(self) -> Observed:
+        return self.inner.kill()
+
+    def group(
+        self, ops: list[Op], schedule: list[int], crash_at: Sequence[str | None] = ()
+    ) -> tuple[GroupReply, Observed]:
+        return self.inner.group(ops, None, crash_at)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import pytest
 
 from inboxsim.conformance.check import SHRINKABLE, attach_repro, conformance, scenario_item
 from inboxsim.invariants.registry import REGISTRY, expected
-from inboxsim.model import load_policy
+from inboxsim.policy_file import load_policy
 from inboxsim.scenarios.load import load_library
 
 LIBRARY = {loaded.scenario.name: loaded for loaded in load_library()}

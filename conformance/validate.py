@@ -22,17 +22,10 @@ open calls). They are:
   ``barrier-holds-later-input``: the compaction barrier rules, from the
   ``compaction_*`` events.
 
-Two more are judged here directly, from the events:
-
-- ``replay-matches-views`` (replay consistency): the log folds without
-  contradiction: every ``promoted``, ``compaction_started``/``ended``/
-  ``failed`` names an input the fold has pending, and no input is admitted
-  twice while live (checked by the fold, reported under this id);
-- ``monotonic-visible-time``: under a policy that stamps promotion time
-  (``visible_time = "promotion"``), the times of a session's ``promoted``
-  events never run backward (a promoted message's time is the boundary's
-  ``now``), and event times never run backward at all (``now`` never
-  decreases within a run).
+Two more, ``replay-matches-views`` (the log folds without contradiction) and
+``monotonic-visible-time`` (times never run backward), are judged by folding
+the log once (:func:`inboxsim.invariants.log.judge_log`, which says what each
+checks), and reported under those ids.
 
 Everything else needs what only a live run shows (replies, views, calls,
 crash points) and is listed as not decidable from a log.
@@ -47,10 +40,12 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..invariants import Monitor
+from ..invariants.log import LOG_JUDGED, judge_log
 from ..invariants.registry import expected
-from ..model import Event, Ok, Policy, load_policy
+from ..model import Event, Ok, Policy
 from ..model.ops import Hello, Log
 from ..model.values import canonical_json
+from ..policy_file import load_policy
 from ..trace.record import Observed, Step
 
 EVENT_ONLY = (
@@ -62,7 +57,7 @@ EVENT_ONLY = (
     "barrier-blocks-promotion",
     "barrier-holds-later-input",
 )
-DIRECT = ("replay-matches-views", "monotonic-visible-time")
+DIRECT = LOG_JUDGED  # judged by folding the log (invariants/log.py)
 JUDGED = EVENT_ONLY + DIRECT
 DEFAULT_SESSION = "session"
 ALL_FEATURES = ["synthetic", "compaction", "fork", "revert", "resume", "interrupt"]
@@ -213,65 +208,6 @@ def steps_of(events: list[Event], step_limit: int = 4) -> list[Step]:
     return steps
 
 
-def _fold(events: list[tuple[int, Event]], policy: Policy) -> list[dict[str, Any]]:
-    """The checks made here directly: replay consistency and visible time."""
-    found: list[dict[str, Any]] = []
-    pending: dict[str, dict[str, int]] = {}  # session -> input -> line admitted
-    last_time: dict[str, tuple[int, int]] = {}  # session -> (time, line)
-    last_promoted: dict[str, tuple[int, int]] = {}
-    replay = "replay-matches-views"
-    mono = "monotonic-visible-time"
-    for line, ev in events:
-        rows = pending.setdefault(ev.session, {})
-        prev = last_time.get(ev.session)
-        if prev is not None and ev.time < prev[0]:
-            found.append(
-                {
-                    "invariant": mono,
-                    "lines": [prev[1], line],
-                    "message": f"the {ev.type} event at seq {ev.seq} of {ev.session} has time "
-                    f"{ev.time}, before the previous event's {prev[0]}: now never decreases",
-                }
-            )
-        last_time[ev.session] = (ev.time, line)
-        kind, ident = ev.type, ev.input
-        if kind in ("admitted", "compaction_admitted") and ident is not None:
-            rows[ident] = line
-        elif kind in ("promoted", "compaction_ended", "compaction_failed") and ident is not None:
-            if ident not in rows:
-                found.append(
-                    {
-                        "invariant": replay,
-                        "lines": [line],
-                        "message": f"the {kind} event at seq {ev.seq} of {ev.session} names "
-                        f"{ident}, which the log never admitted (or already removed)",
-                    }
-                )
-            rows.pop(ident, None)
-            if kind == "promoted" and policy.visible_time == "promotion":
-                before = last_promoted.get(ev.session)
-                if before is not None and ev.time < before[0]:
-                    found.append(
-                        {
-                            "invariant": mono,
-                            "lines": [before[1], line],
-                            "message": f"{ident} was promoted at time {ev.time}, before the "
-                            f"previous promotion's {before[0]}: visible times run backward",
-                        }
-                    )
-                last_promoted[ev.session] = (ev.time, line)
-        elif kind == "compaction_started" and ident is not None and ident not in rows:
-            found.append(
-                {
-                    "invariant": replay,
-                    "lines": [line],
-                    "message": f"compaction_started at seq {ev.seq} of {ev.session} names "
-                    f"{ident}, which is not a pending barrier",
-                }
-            )
-    return found
-
-
 def judged_under(policy: Policy) -> tuple[str, ...]:
     """The invariants of :data:`JUDGED` the policy is expected to keep (``g5``'s
     barrier lets earlier steers through; ``g2`` stamps admission time)."""
@@ -302,7 +238,11 @@ def validate_events(
                     "message": v.message,
                 }
             )
-    violations.extend(v for v in _fold(events, policy) if v["invariant"] in judged)
+    violations.extend(
+        {"invariant": v.invariant, "lines": v.lines, "message": v.message}
+        for v in judge_log(events, policy)
+        if v.invariant in judged
+    )
     direct = {i for i in DIRECT if i in judged} if events else set()
     exercised = sorted(set(monitor.exercised) | direct)
     sessions = list(dict.fromkeys(ev.session for ev in only))

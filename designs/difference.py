@@ -166,8 +166,8 @@ def observable_difference(scenario: str, base: Policy, other: Policy) -> dict[st
     """Run a scenario under two policies (no checker) and compare step by step."""
 
     loaded = load_text(scenario)
-    a = run_scenario(loaded, policy=base, monitor=False).trace.steps
-    b = run_scenario(loaded, policy=other, monitor=False).trace.steps
+    a = run_scenario(loaded, policy=base, monitor=None).trace.steps
+    b = run_scenario(loaded, policy=other, monitor=None).trace.steps
     return first_difference(a, b, base.name, other.name)
 
 

@@ -43,7 +43,8 @@ from typing import Any
 from ..invariants.base import Violation
 from ..invariants.monitor import Monitor
 from ..invariants.registry import REGISTRY
-from ..model.policy import PRESETS, Policy, load_policy
+from ..model.policy import PRESETS, Policy
+from ..policy_file import load_policy
 from ..reports.plots import PALETTE, new_figure, png_bytes, run_detail, swimlane_png
 from ..search import explore as ex
 from ..search.shrink import shrink_alone

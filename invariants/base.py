@@ -12,7 +12,6 @@ implementation through an adapter.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -144,6 +143,3 @@ class Checker:
         memory["env"] = env
         memory["t"] = env.tracker
         return new
-
-
-CheckerFactory = Callable[[Env], Checker]

@@ -88,10 +88,10 @@ Hook = Callable[[StepCtx], None]
 EventHook = Callable[[StepCtx, Event, SessionShadow], None]
 
 
-_PLANS: dict[tuple[tuple[type, ...], str, Any], tuple[int, ...]] = {}
+_PLANS: dict[tuple[tuple[type[Checker], ...], str, Any], tuple[int, ...]] = {}
 
 
-def _plan(kinds: tuple[type, ...], name: str, kind: Any) -> tuple[int, ...]:
+def _plan(kinds: tuple[type[Checker], ...], name: str, kind: Any) -> tuple[int, ...]:
     """Which checkers (by position) a hook table calls for one request type
     (``begin``, ``end``) or event type (``event``): those whose class
     defines the hook and cares about that type. The same for every monitor

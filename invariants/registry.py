@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from ..model.policy import Policy
 from .base import When
@@ -724,7 +725,7 @@ def expected(policy: Policy) -> frozenset[str]:
     return frozenset(inv.id for inv in _ENTRIES if inv.holds_under(policy))
 
 
-def listing() -> dict[str, list[dict[str, object]]]:
+def listing() -> dict[str, list[dict[str, Any]]]:
     """The ``inboxsim invariants --json`` document."""
     return {
         "invariants": [

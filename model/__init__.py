@@ -83,7 +83,6 @@ from .policy import G4 as G4
 from .policy import PRESETS as PRESETS
 from .policy import Policy as Policy
 from .policy import PolicyError as PolicyError
-from .policy import load_policy as load_policy
 from .state import State as State
 from .state import Work as Work
 from .store import SessionLog as SessionLog

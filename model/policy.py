@@ -245,32 +245,9 @@ _CHOICES: dict[str, tuple[object, ...]] = {
 }
 
 
-def load_policy(name_or_file: str) -> Policy:
-    """A preset by name, or a custom policy from a TOML file of fields.
-
-    A file may name a ``base`` preset (default ``g4``) and override any field;
-    an unknown field or value raises :class:`PolicyError` naming it.
-    """
-    if name_or_file in PRESETS:
-        return PRESETS[name_or_file]
-    path = Path(name_or_file)
-    if not path.suffix == ".toml":
-        raise PolicyError(
-            f"unknown policy {name_or_file!r}: expected one of {', '.join(PRESETS)} or a .toml file"
-        )
-    import tomllib  # here: a preset (the usual case) needs no TOML parser at start-up
-
-    try:
-        table = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PolicyError(f"cannot read policy file {path}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
-    return policy_from_table(table, origin=str(path))
-
-
 def policy_from_table(table: dict[str, object], origin: str) -> Policy:
-    """Build a policy from parsed TOML, checking every field and value."""
+    """Build a policy from parsed TOML, checking every field and value.
+    (Reading the file is the shell's: ``inboxsim.policy_file.load_policy``.)"""
     fields = dict(table)
     base_name = fields.pop("base", "g4")
     if not isinstance(base_name, str) or base_name not in PRESETS:

@@ -222,7 +222,7 @@ def _start_drain(tx: Tx, session: str, forced: bool, doorbell: bool) -> None:
     if not forced and not log.pending:
         _drain_done(tx, session, doorbell)
     elif _compaction_due(log, tx):
-        _open_compaction(tx, session, "start", forced, 0, False, doorbell)
+        _open_compaction(tx, session, "start", forced=forced, step=0, cont=False, doorbell=doorbell)
     else:
         _after_start_compaction(tx, session, forced, doorbell)
 
@@ -250,7 +250,15 @@ def _compacted(tx: Tx, session: str, w: Work) -> None:
 
 def _stepped(tx: Tx, session: str, w: Work) -> None:
     if _compaction_due(tx.log(session), tx):
-        _open_compaction(tx, session, "after_step", w.forced, w.step, w.cont, w.doorbell)
+        _open_compaction(
+            tx,
+            session,
+            "after_step",
+            forced=w.forced,
+            step=w.step,
+            cont=w.cont,
+            doorbell=w.doorbell,
+        )
     else:
         _continue(tx, session, w.step, w.cont, w.forced, w.doorbell)
 
@@ -348,7 +356,7 @@ def _step_started(tx: Tx, session: str, step: int, final: bool) -> None:
 
 
 def _open_compaction(
-    tx: Tx, session: str, phase: Phase, forced: bool, step: int, cont: bool, doorbell: bool
+    tx: Tx, session: str, phase: Phase, *, forced: bool, step: int, cont: bool, doorbell: bool
 ) -> None:
     barrier = tx.log(session).barrier()
     assert barrier is not None

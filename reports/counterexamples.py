@@ -66,7 +66,9 @@ def _options(text: str) -> Any:
     )
 
 
-def judge(steps: Sequence[Step], policy: Any, only_expected: bool, alone: str | None) -> list:
+def judge(
+    steps: Sequence[Step], policy: Any, only_expected: bool, alone: str | None
+) -> list[list[Any]]:
     """Every violation the checkers find in ``steps``, judged to the end (as
     a scenario run is): (invariant, steps cited, message)."""
 

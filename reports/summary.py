@@ -57,7 +57,10 @@ class Facts:
 def load_facts(con: Any, db: str, schema_version: int) -> Facts:
     """Read the facts (the I/O edge)."""
 
-    q = lambda sql: con.execute(sql).fetchall()  # noqa: E731
+    def q(sql: str) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = con.execute(sql).fetchall()
+        return rows
+
     return Facts(
         db=db,
         schema_version=schema_version,

@@ -213,7 +213,8 @@ def _views(v: StepView, expand: bool) -> str:
     """Every session's views; those the step did not change folded away,
     unless ``expand`` (a step a violation names: the reader wants them all)."""
     transcript = dict(v.transcript)
-    shown, folded = [], []
+    shown: list[str] = []
+    folded: list[str] = []
     for name, rows in v.pending:
         html = _session(name, rows, transcript.get(name, ()), name in v.changed)
         (shown if expand or name in v.changed or len(v.pending) == 1 else folded).append(html)

@@ -22,7 +22,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import HarnessError
-from ..model import PRESETS, Policy, PolicyError, load_policy
+from ..model import PRESETS, Policy, PolicyError
+from ..policy_file import load_policy
 from .schema import Scenario, StepSpec
 
 

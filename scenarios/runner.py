@@ -115,20 +115,20 @@ def run_scenario(
     loaded: LoadedScenario,
     policy: Policy | None = None,
     target_factory: TargetFactory = model_target,
-    monitor: MonitorFactory | None | bool = True,
+    monitor: MonitorFactory | None = Monitor,
 ) -> ScenarioResult:
-    """Run one scenario. ``policy`` overrides the file's; ``monitor=True``
-    uses the invariant checkers when available (every one; only those the
+    """Run one scenario. ``policy`` overrides the file's; ``monitor`` judges
+    each step: by default the invariant checkers (every one; only those the
     file's own policy keeps for a file that says ``invariants = "expected"``
-    and runs under that policy), ``False``/``None`` none."""
+    and runs under that policy), ``None`` none."""
     scenario = loaded.scenario
     chosen = policy if policy is not None else resolve_policy(scenario.policy, loaded.origin)
-    factory = default_monitor() if monitor is True else (monitor or None)
-    if monitor is True and factory is not None and policy is None:
+    factory = monitor
+    if monitor is Monitor and policy is None:
         if scenario.invariants == "expected":
             # A file written for its policy's own rules, where they depart
             # from g4's: judged by the invariants that policy keeps.
-            factory = functools.partial(factory, only_expected=True)
+            factory = functools.partial(Monitor, only_expected=True)
     started = time.perf_counter()
     target = target_factory(chosen, scenario.step_limit)
     try:
@@ -412,8 +412,8 @@ def check_step(
         if policy is not None and policy.step_events == "on_response":
             logged, wanted = _inbox_events(logged), _inbox_events(wanted)
         if result is None or logged != wanted:
-            got = logged if result is not None else _show(reply)
-            out.append(f"expected log {wanted}, got {got}")
+            shown = logged if result is not None else _show(reply)
+            out.append(f"expected log {wanted}, got {shown}")
     return out
 
 

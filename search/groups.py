@@ -121,7 +121,7 @@ class GroupDriver:
         """Send ``ops`` as one step and judge it; ``crash_at``: a member's
         failpoint (at most one), where the target dies mid-group."""
         sent = [self._target_op(op) for op in ops]
-        pauses: Sequence[Mapping[str, Any]] = []
+        pauses: list[dict[str, Any]] = []
         if len(sent) == 1:
             reply, _ = self.target.request(sent[0], crash_at[0] if crash_at else None)
             outcomes: list[dict[str, Any] | None] = [_wire(reply)]
@@ -150,12 +150,12 @@ class GroupDriver:
 
     def _target_op(self, op: Op) -> Op:
         """The op with the model's generated IDs replaced by the target's."""
-        changes = {
+        changes: dict[str, Any] = {
             name: self.ids[value]
             for name in ID_FIELDS
             if isinstance(value := getattr(op, name, None), str) and value in self.ids
         }
-        return replace(op, **changes) if changes else op  # type: ignore[type-var]
+        return replace(op, **changes) if changes else op
 
     def _shown(
         self, ops: Sequence[Op], outcomes: Sequence[dict[str, Any] | None], now: int

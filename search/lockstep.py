@@ -71,8 +71,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import HarnessError
+from ..invariants import Monitor
 from ..model import Call, Crashed, Err, Hello, Ok, Op, Reply
-from ..scenarios.runner import run_scenario
+from ..scenarios.runner import MonitorFactory, run_scenario
 from ..sim.workload import NO_METADATA
 from ..targets.target import Target
 from ..trace.decode import call_from_wire, message_from_wire, pending_from_wire
@@ -621,7 +622,7 @@ def run_scenarios_lockstep(
     scenarios: Sequence[Any],
     make_model: Any,
     make_target: Any,
-    monitor: Any = True,
+    monitor: MonitorFactory | None = Monitor,
     policy: Any = None,
 ) -> list[LockstepResult]:
     """Run each scenario with a fresh :class:`LockstepTarget` (``make_model(policy,

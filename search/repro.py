@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from ..invariants import Monitor
-from ..model import Crashed, Err, Ok, Policy, load_policy
+from ..model import Crashed, Err, Ok, Policy
+from ..policy_file import load_policy
 from ..procs import scratch
 from ..scenarios.load import load_text
 from ..scenarios.names import COPY, GEN, Names
@@ -217,7 +218,7 @@ def with_model_expectations(text: str, key: str, where: str, policy: Policy) -> 
         return text
     last = specs[-1]
     number = len(specs)
-    result = run_scenario(loaded, policy, monitor=False)
+    result = run_scenario(loaded, policy, monitor=None)
     harness = {s.input for s in specs if s.input and not s.input.startswith((GEN, COPY))}
     view, names = View(), Names(harness)
     reply = None

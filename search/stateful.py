@@ -54,8 +54,8 @@ from ..model import (
     RevertCommit,
     RevertStage,
     Synthetic,
-    load_policy,
 )
+from ..policy_file import load_policy
 from ..targets.target import ModelTarget, Target, hello_op
 from ..trace.record import Step, StepKind
 from ..trace.view import View

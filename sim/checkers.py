@@ -1,9 +1,11 @@
 """The simulator's link to the invariant checkers (``inboxsim.invariants``).
 
 The run loop feeds every step to a monitor and stops at the first violation.
-The checkers live in their own package; this module is the one place that
-imports them, so that a missing or broken checker package is reported as one
-clear harness error rather than an import traceback from deep in a worker.
+The checkers are imported plainly (``invariants`` is a layer below ``sim``);
+a sweep may instead name another module with the same two names (a test's
+stub, a deliberately weakened checker), sent to workers by name: that one is
+imported when named, and a missing one is one clear harness error rather than
+an import traceback from deep in a worker.
 
 The interface the run loop relies on::
 
@@ -24,15 +26,10 @@ import importlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from .. import invariants
 from ..errors import HarnessError
 from ..model import Policy
 from ..trace.record import Step
-
-
-class ViolationLike(Protocol):
-    invariant: str
-    steps: tuple[int, ...]
-    message: str
 
 
 class MonitorLike(Protocol):
@@ -56,6 +53,8 @@ def load(module: str | None = None) -> tuple[MonitorFactory, ViolationFactory]:
     stand in, e.g. a test's stub or a deliberately weakened checker), or a
     HarnessError saying why they are not available."""
     name = module or DEFAULT
+    if name == DEFAULT:
+        return invariants.Monitor, invariants.Violation
     try:
         found = importlib.import_module(name)
         return found.Monitor, found.Violation

@@ -80,9 +80,6 @@ class Swarm:
         doc["failpoints"] = list(self.failpoints)
         return doc
 
-    def family_on(self, family: str) -> bool:
-        return self.weights[FAMILIES.index(family)] > 0
-
 
 def draw_swarm(ch: Chooser) -> Swarm:
     """Draw one seed's swarm configuration (each draw recorded by ``ch``)."""

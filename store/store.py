@@ -281,7 +281,7 @@ class BatchColumns:
                 e_delivery.append(_delivery(e.data) if e.type == "admitted" else None)
 
     def tables(self) -> dict[str, Any]:
-        import pyarrow as pa  # type: ignore[import-untyped]
+        import pyarrow as pa
 
         schemas = _schemas()
         return {

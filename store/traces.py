@@ -16,13 +16,13 @@ from typing import Any
 
 from ..model import Ok, op_from_wire
 from ..trace.decode import observed_from_wire, reply_from_wire
-from ..trace.record import Step, Trace, TraceHeader
+from ..trace.record import Phase, Step, StepKind, Trace, TraceHeader
 
 
 def step_from_row(
     index: int,
-    phase: str,
-    kind: str,
+    phase: Phase,
+    kind: StepKind,
     decision: str,
     request: str | None,
     reply: str | None,
@@ -39,7 +39,7 @@ def step_from_row(
         kind,
         decision,
         op,
-        crash_at,  # type: ignore[arg-type]
+        crash_at,
         reply_from_wire(json.loads(reply) if reply is not None else None),
         observed_from_wire(json.loads(observed), opened),
     )
@@ -67,7 +67,10 @@ class StoredRun:
 def build_trace(run: StoredRun, rows: Sequence[tuple[Any, ...]]) -> Trace:
     """The run's trace from its step rows (idx, phase, kind, decision, request, reply, observed)."""
     opened: dict[str, int] = {}
-    steps = tuple(step_from_row(*row, opened) for row in rows)
+    steps = tuple(
+        step_from_row(idx, phase, kind, decision, request, reply, observed, opened)
+        for idx, phase, kind, decision, request, reply, observed in rows
+    )
     hello: dict[str, Any] = {}
     if steps and steps[0].reply is not None and isinstance(steps[0].reply, Ok):
         hello = steps[0].reply.result  # the first step is always hello; its result heads the trace

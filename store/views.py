@@ -9,6 +9,11 @@ is one run, and one piece of evidence.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # duckdb itself is imported only where a store is opened
+    from duckdb import DuckDBPyConnection
+
 RUN_KEY = "seed, scenario, policy, policy_hash, options, version, target"
 """What makes two stored runs the same run: a seed (or a scenario) run
 again under the same policy, options, inboxsim version and target gives the
@@ -74,7 +79,7 @@ VIEWS: dict[str, str] = {
 }
 
 
-def create_views(con: object) -> None:
+def create_views(con: DuckDBPyConnection) -> None:
     """Create or replace every view (inside the caller's transaction)."""
     for name, body in VIEWS.items():
-        con.execute(f"CREATE OR REPLACE VIEW {name} AS {body}")  # type: ignore[attr-defined]
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS {body}")

@@ -100,7 +100,7 @@ def serve_group(
             if isinstance(reply, Err):
                 wire.update(ok=False, error={"code": reply.code, "message": reply.message})
             else:
-                wire.update(ok=True, result=reply.result)  # type: ignore[union-attr]
+                wire.update(ok=True, result=reply.result)
             outcomes[i] = wire
         else:
             step = steps[pick - len(waiting)]

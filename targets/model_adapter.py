@@ -39,9 +39,10 @@ import sys
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..model import Crashed, Err, Policy, State, apply, initial_state, load_policy, op_from_wire
+from ..model import Crashed, Err, Policy, State, apply, initial_state, op_from_wire
 from ..model.policy import PolicyError
-from .group import PAUSE_POINTS, serve_group
+from ..policy_file import load_policy
+from .group import PAUSE_POINTS, Served, serve_group
 from .request_check import valid
 
 # pydantic and the protocol's validators (targets/protocol.py) are imported only
@@ -197,7 +198,7 @@ def serve(
     return 0
 
 
-def _group(state: State, request: dict[str, Any]) -> Any:
+def _group(state: State, request: dict[str, Any]) -> Served:
     members = request["requests"]
     ops = [op_from_wire({k: v for k, v in m.items() if k != "rid"}) for m in members]
     rids = [m["rid"] for m in members]

@@ -1,5 +1,6 @@
-"""Targets: what the simulator drives. The reference model in process now; an
-adapter process behind the same interface later (``docs/protocol.md``).
+"""Targets: what the simulator drives: the reference model in process
+(:class:`ModelTarget`) or an implementation's adapter process behind the same
+interface (``targets/adapter.py``, ``docs/protocol.md``).
 
 A target takes one request at a time (optionally asked to crash at a
 failpoint) and returns the reply and what changed, as an

@@ -74,7 +74,7 @@ Violation = StubViolation
 
 def checkers_module() -> str:
     """The module sweeps in these tests take their checkers from."""
-    return "inboxsim.invariants" if real_checkers() else "inboxsim.tests.sim_helpers"
+    return "inboxsim.invariants" if real_checkers() else "tests.sim_helpers"
 
 
 # --- monitors for explore --jobs (importable by worker processes) ------------------

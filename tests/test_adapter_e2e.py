@@ -196,7 +196,7 @@ def test_a_seeded_run_through_the_adapter_hashes_like_the_model(
     the trace hash (requests, replies, observations) must not change."""
     from inboxsim.sim import run as run_module
     from inboxsim.sim.run import RunOptions, run_seed
-    from inboxsim.tests.sim_helpers import checkers
+    from tests.sim_helpers import checkers
 
     options = RunOptions(ops=40)
     baseline = run_seed(seed, G4, options, **checkers())

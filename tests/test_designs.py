@@ -19,8 +19,8 @@ from inboxsim.model import PRESETS, Policy
 from inboxsim.scenarios.load import load_text
 from inboxsim.scenarios.runner import run_scenario
 from inboxsim.sim.run import RunOptions, run_seed
-from inboxsim.tests.reports_helpers import Monitor as Quiet
 from inboxsim.trace.record import Step, step_wire
+from tests.reports_helpers import Monitor as Quiet
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +192,7 @@ def test_shrunk_counterexample_is_deterministic() -> None:
     assert one["scenario"] == two["scenario"] and one["operations"] <= 6
 
 
-# --- the verdicts state only what was measured (issue 16) ------------------------------
+# --- the verdicts state only what was measured ------------------------------------------
 #
 # ``inboxsim designs`` runs at two budgets; every figure of the report is then
 # recomputed from an independent sweep of the same seeds and policies (whole
@@ -233,7 +233,7 @@ def _unsequenced(value: object) -> object:
 
 
 def _scenario_trace(text: str, policy: Policy, invariant: str | None) -> tuple:
-    monitor = (lambda p, h: Monitor(p, h, invariants=(invariant,))) if invariant else False
+    monitor = (lambda p, h: Monitor(p, h, invariants=(invariant,))) if invariant else None
     result = run_scenario(load_text(text), policy=policy, monitor=monitor)
     return result.trace.steps, result.violations
 

@@ -128,7 +128,7 @@ def test_sound_search_reaches_every_key_of_the_brute_force(sessions: int, depth:
 
     from inboxsim.invariants import Monitor
     from inboxsim.search.canon import merge_key
-    from inboxsim.tests.test_canon import every_path
+    from tests.test_canon import every_path
 
     result = ex.explore(PRESETS["g4"], Monitor, sessions=sessions, depth=depth)
     assert not result.violations
@@ -336,7 +336,7 @@ def test_the_alphabet_reuses_ended_ids(
     # A barrier under a pool ID, consumed, then its ID reused: as a prompt in
     # its session, or as another session's barrier. A model that frees an ID
     # when its lifecycle ends (the old rule) is caught at depth 3.
-    from .test_invariants_mutants import ids_freed_for_everyone
+    from tests.test_invariants_mutants import ids_freed_for_everyone
 
     monitor, _ = _registry()
     ids_freed_for_everyone(monkeypatch)
@@ -527,7 +527,7 @@ def test_cli_jobs_give_the_same_document(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_workers_need_a_monitor_that_pickles_and_a_dead_worker_is_a_clear_error() -> None:
     from inboxsim.errors import HarnessError
-    from inboxsim.tests.sim_helpers import DiesInWorkers, NoPickle
+    from tests.sim_helpers import DiesInWorkers, NoPickle
 
     with pytest.raises(HarnessError, match="does not pickle"):
         ex.explore(PRESETS["g4"], NoPickle, 1, 2, jobs=2)

@@ -29,7 +29,7 @@ from inboxsim.invariants import Monitor
 from inboxsim.model import PRESETS
 from inboxsim.search import explore as ex
 from inboxsim.search.canon import compute
-from inboxsim.tests.test_explore import BROKEN
+from tests.test_explore import BROKEN
 
 STEP_LIMIT = ex.DEFAULT_STEP_LIMIT
 

@@ -24,7 +24,7 @@ from inboxsim.search.group_scenario import Recorder, run_group_scenario, scenari
 from inboxsim.search.group_shrink import candidates, shrink, write_group_repro
 from inboxsim.search.groups import GroupDriver
 from inboxsim.targets.target import ModelTarget
-from inboxsim.tests.test_protocol_group import SwappedReceipts
+from tests.test_protocol_group import SwappedReceipts
 
 RACE = "race-retry-check-then-insert"
 # A schedule under which the SQLite inbox's scheduler lets both retries pass

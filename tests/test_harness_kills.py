@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from inboxsim.tests.harness_faults import KINDS, Trial, plan, run_trial
+from tests.harness_faults import KINDS, Trial, plan, run_trial
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
 

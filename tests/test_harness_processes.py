@@ -29,7 +29,7 @@ from inboxsim.sim.run import RunOptions
 from inboxsim.sim.sweep import SweepPlan
 from inboxsim.targets.adapter import AdapterNeverStarted, AdapterTarget, ReadyWatch
 from inboxsim.targets.protocol import ProtocolError
-from inboxsim.tests.harness_faults import TAG, harness_of, kill_tagged, tagged, wait_gone
+from tests.harness_faults import TAG, harness_of, kill_tagged, tagged, wait_gone
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
 

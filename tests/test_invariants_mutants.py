@@ -5,7 +5,8 @@ Most invariants hold under every policy preset, so only a planted bug can
 make them fire through the pipeline (the registry's ``planted_bug`` says
 which kind). These mutants of the reference model show each such invariant
 firing on realistic traces, not only on hand-edited ones; the SQLite mutant
-catalogue does the same for a real implementation later.
+catalogue (``inboxsim.conformance.mutants``) does the same for a real
+implementation.
 """
 
 from __future__ import annotations
@@ -34,8 +35,7 @@ from inboxsim.model.state import State, Tx
 from inboxsim.model.values import Err, Message, canonical_json, parse_json
 from inboxsim.targets import target as target_mod
 from inboxsim.trace.record import MessageView
-
-from .invariant_driver import random_run
+from tests.invariant_driver import random_run
 
 apply_mod = importlib.import_module(
     "inboxsim.model.apply"

@@ -23,8 +23,7 @@ import pytest
 from inboxsim.invariants import Monitor, check_trace
 from inboxsim.model import G4, PRESETS, Policy
 from inboxsim.trace.record import Trace
-
-from .invariant_traces import Ops, edit, err, ev, events, mv, ok, play, receipt, view
+from tests.invariant_traces import Ops, edit, err, ev, events, mv, ok, play, receipt, view
 
 Case = tuple[Trace, Trace, tuple[int, ...]]
 CASES: dict[str, tuple[str, Policy, Callable[[], Case]]] = {}

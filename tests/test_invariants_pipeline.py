@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 from inboxsim.invariants import REGISTRY, Monitor, Violation, check_trace, expected
 from inboxsim.model import G4, PRESETS, Ok, Policy
 from inboxsim.trace.record import Step
-
-from .invariant_driver import random_run
+from tests.invariant_driver import random_run
 
 G4_RUNS = 3000
 CHUNK = 500

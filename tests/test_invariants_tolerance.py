@@ -16,9 +16,8 @@ from inboxsim.invariants import Monitor, check_trace
 from inboxsim.model import G4, CrashOp, Fork, Ok
 from inboxsim.model.values import Event
 from inboxsim.trace.record import Step, Trace
-
-from .invariant_driver import random_run
-from .invariant_traces import Ops, play
+from tests.invariant_driver import random_run
+from tests.invariant_traces import Ops, play
 
 SILENT_TYPES = frozenset(
     {

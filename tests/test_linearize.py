@@ -50,7 +50,7 @@ from inboxsim.search import (
     linearize,
     split,
 )
-from inboxsim.tests.group_helpers import NOW, created, simulate
+from tests.group_helpers import NOW, created, simulate
 
 S1 = "s1"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from inboxsim.tests.model_helpers import World
+from tests.model_helpers import World
 
 USER_DEFAULTS: dict[str, Any] = {"files": [], "agents": [], "metadata": {}}
 

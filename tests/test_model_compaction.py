@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from inboxsim.model import Ok
-from inboxsim.tests.model_helpers import World
+from tests.model_helpers import World
 
 
 def busy_world() -> World:

@@ -4,7 +4,7 @@ invariants 30-35; adapter protocol "Rules the protocol pins down")."""
 from __future__ import annotations
 
 from inboxsim.model import G4, replay
-from inboxsim.tests.model_helpers import World
+from tests.model_helpers import World
 
 
 def world_with_history(*inputs: str) -> World:

@@ -9,7 +9,7 @@ used to free the ID for everyone."""
 
 from __future__ import annotations
 
-from inboxsim.tests.model_helpers import World
+from tests.model_helpers import World
 
 
 def consumed_barrier(w: World, session: str, input_id: str) -> None:

@@ -6,7 +6,7 @@ model names the same point). A9 and A18 are pinned by
 
 from __future__ import annotations
 
-from inboxsim.tests.model_helpers import World
+from tests.model_helpers import World
 
 
 def test_a8_a_whole_history_fork_reserves_the_parents_pending_admissions() -> None:

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from inboxsim.invariants import check_trace
-from inboxsim.model import G4, PRESETS, Ok, Policy, PolicyError, features, load_policy
+from inboxsim.model import G4, PRESETS, Ok, Policy, PolicyError, features
+from inboxsim.policy_file import load_policy
 from inboxsim.scenarios.load import load_library
 from inboxsim.scenarios.runner import run_scenario
-from inboxsim.tests.invariant_traces import Ops, edit, ok, play
-from inboxsim.tests.model_helpers import World
+from tests.invariant_traces import Ops, edit, ok, play
+from tests.model_helpers import World
 
 # --- g5: first admission wins, retry from the message, ordered barrier -----------------
 

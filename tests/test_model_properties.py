@@ -44,7 +44,7 @@ from inboxsim.model import (
 )
 from inboxsim.model.store import Owner
 from inboxsim.model.values import canonical_json
-from inboxsim.tests.model_helpers import op_of
+from tests.model_helpers import op_of
 
 Action = tuple[Any, ...]
 

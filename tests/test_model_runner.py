@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from inboxsim.model import Err, Ok, apply, op_from_wire
-from inboxsim.tests.model_helpers import World
+from tests.model_helpers import World
 
 
 def busy_world(step_limit: int = 4) -> World:

@@ -33,7 +33,7 @@ from inboxsim.model import (
     initial_state,
     request,
 )
-from inboxsim.tests.model_helpers import op_of
+from tests.model_helpers import op_of
 
 from .test_model_properties import Driver, programs
 

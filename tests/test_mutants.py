@@ -107,7 +107,7 @@ def test_the_correct_build_survives_the_library(tmp_path: Path) -> None:
 
 
 def test_counting_target_counts_like_size_of() -> None:
-    from inboxsim.model import load_policy
+    from inboxsim.policy_file import load_policy
 
     counted = CountingTarget(ModelTarget(load_policy("g4"), 4))
     counted.request(Hello(0, step_limit=4))

@@ -44,10 +44,12 @@ def test_only_inboxsim_lands_in_site_packages() -> None:
     # A wheel install: inboxsim/ and its dist-info; an editable one: a .pth and a finder.
     allowed = ("inboxsim/", "inboxsim-", "__editable__", "__pycache__/__editable__")
     assert installed and [f for f in installed if not f.startswith(allowed)] == []
+    # The tests are the repository's, not the package's (pyproject.toml's package list).
+    assert [f for f in installed if f.startswith("inboxsim/tests/")] == []
 
 
 def test_subpackages_and_data_are_inside_inboxsim() -> None:
-    for name in ("model", "sim", "invariants", "scenarios", "reports", "tests", "search"):
+    for name in ("model", "sim", "invariants", "scenarios", "reports", "search"):
         assert import_module(f"inboxsim.{name}").__name__ == f"inboxsim.{name}"
     assert resources.files("inboxsim").joinpath("py.typed").is_file()
 

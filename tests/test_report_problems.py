@@ -27,8 +27,7 @@ from inboxsim.sim.run import RunOptions, run_seed
 from inboxsim.store.schema import SCHEMA_VERSION
 from inboxsim.store.shrink_cache import ShrinkKey, load_shrunk, write_shrunk
 from inboxsim.store.store import Store, open_store, write_results
-
-from .store_versions import v4_copy
+from tests.store_versions import v4_copy
 
 OPTIONS = RunOptions(ops=100)  # a sweep's default
 SEEDS = range(8)

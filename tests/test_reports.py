@@ -21,8 +21,8 @@ from inboxsim.store.traces import stored_runs, traces
 from inboxsim.trace.record import canonical, step_wire, trace_hash
 
 OPTIONS = RunOptions(ops=60)
-STUB = "inboxsim.tests.sim_helpers"  # judges only its own "visible_time.monotonic"
-NOTHING = "inboxsim.tests.reports_helpers"  # finds nothing
+STUB = "tests.sim_helpers"  # judges only its own "visible_time.monotonic"
+NOTHING = "tests.reports_helpers"  # finds nothing
 
 
 def _store(path: Path, policy: str, seeds: range, **kw: object) -> str:

@@ -298,7 +298,7 @@ def test_expect_violation_passes_only_when_that_invariant_is_violated() -> None:
 
 def test_expect_violation_without_checkers_is_a_failure() -> None:
     loaded = load_text(_text('expect_violation = "x"\n[[step]]\nop = "create"\nsession = "s1"\n'))
-    result = run_scenario(loaded, monitor=False)
+    result = run_scenario(loaded, monitor=None)
     assert not result.passed and "not available" in str(result.failures[0])
 
 
@@ -456,7 +456,7 @@ def test_simulator_traces_round_trip_through_scenario_files(seed: int) -> None:
         violation=lambda *a: None,
     )
     text = write_scenario(original.trace.steps, policy)
-    rerun = run_scenario(load_text(text, f"seed-{seed}.toml"), monitor=False)
+    rerun = run_scenario(load_text(text, f"seed-{seed}.toml"), monitor=None)
 
     def essence(steps: tuple[object, ...]) -> list[dict[str, object]]:
         out = []

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from inboxsim import cli
-from inboxsim.model import load_policy
+from inboxsim.policy_file import load_policy
 from inboxsim.scenarios.load import load_scenario, load_text
 from inboxsim.scenarios.runner import run_scenario
 from inboxsim.search.shrink import ShrinkResult, shrink_scenario_file, shrink_seed, size_of

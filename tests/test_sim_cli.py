@@ -10,7 +10,7 @@ import pytest
 
 from inboxsim import cli
 from inboxsim.sim import checkers
-from inboxsim.tests.sim_helpers import checkers_module
+from tests.sim_helpers import checkers_module
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,7 @@ from inboxsim.model import PRESETS
 from inboxsim.sim.run import RunOptions
 from inboxsim.sim.sweep import SweepPlan, SweepReport, sweep
 from inboxsim.store.store import Store
-from inboxsim.tests.sim_helpers import checkers_module
+from tests.sim_helpers import checkers_module
 
 # Every wait in these tests is bounded: a sweep that has not finished by then
 # fails the test instead of hanging the suite.

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from inboxsim.model import G4
 from inboxsim.sim.rng import Chooser, driven_by, replayer, seeded
 from inboxsim.sim.run import RunOptions, run_decisions, run_random
-from inboxsim.tests.sim_helpers import checkers
+from tests.sim_helpers import checkers
 
 
 def _script(ch: Chooser) -> list[object]:

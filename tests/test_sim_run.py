@@ -13,9 +13,9 @@ import pytest
 
 from inboxsim.model import G4, PRESETS, Synthetic
 from inboxsim.sim.run import RunOptions, RunResult, run_decisions, run_seed
-from inboxsim.tests.sim_helpers import StubMonitor, StubViolation, checkers
 from inboxsim.trace.encode import step_text, trace_hash_of
 from inboxsim.trace.record import canonical, step_wire, trace_hash
+from tests.sim_helpers import StubMonitor, StubViolation, checkers
 
 OPTIONS = RunOptions(ops=100)
 
@@ -38,7 +38,7 @@ HASH_SCRIPT = """
 import json, sys
 from inboxsim.model import G4
 from inboxsim.sim.run import RunOptions, run_seed
-from inboxsim.tests.sim_helpers import checkers
+from tests.sim_helpers import checkers
 print(json.dumps([run_seed(s, G4, RunOptions(ops=60), **checkers()).trace_hash for s in range(40)]))
 """
 

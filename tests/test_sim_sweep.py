@@ -13,8 +13,8 @@ from inboxsim.sim.run import RunOptions
 from inboxsim.sim.sweep import SweepPlan, SweepReport, resume_line, sweep
 from inboxsim.store.schema import SCHEMA_VERSION
 from inboxsim.store.store import Store
-from inboxsim.tests.sim_helpers import checkers_module
 from inboxsim.trace.probes import PROBES, REQUIRED
+from tests.sim_helpers import checkers_module
 
 
 def _plan(
@@ -133,7 +133,7 @@ def test_a_local_worker_that_dies_is_a_harness_error_keeping_what_was_written(
     # Each worker dies on its ninth run (tests/dying_checkers.py): the batches
     # of four seeds written before that stay whole, and the error says so.
     plan = SweepPlan(
-        "g4", PRESETS["g4"], RunOptions(ops=20), 0, 40, 2, None, 4, "inboxsim.tests.dying_checkers"
+        "g4", PRESETS["g4"], RunOptions(ops=20), 0, 40, 2, None, 4, "tests.dying_checkers"
     )
     db = tmp_path / "died.duckdb"
     with Store(db) as store, pytest.raises(HarnessError, match="a local worker process died"):

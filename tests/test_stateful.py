@@ -25,7 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inboxsim.model import Policy, load_policy
+from inboxsim.model import Policy
+from inboxsim.policy_file import load_policy
 from inboxsim.search.lockstep import LockstepTarget
 from inboxsim.search.shrink import size_of
 from inboxsim.search.stateful import InboxMachine, hunt

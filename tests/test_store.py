@@ -21,9 +21,8 @@ from inboxsim.sim.run import RunOptions, run_seed
 from inboxsim.store import schema
 from inboxsim.store.schema import SCHEMA_VERSION
 from inboxsim.store.store import Store, open_store, write_results
-from inboxsim.tests.harness_faults import end_of_run, harness_of
-
-from .store_versions import v1_copy, v3_copy
+from tests.harness_faults import end_of_run, harness_of
+from tests.store_versions import v1_copy, v3_copy
 
 OPTIONS = RunOptions(ops=30)
 

@@ -11,15 +11,15 @@ import duckdb
 import pytest
 
 from inboxsim.cli import main
-from inboxsim.model import G4, PRESETS, load_policy
+from inboxsim.model import G4, PRESETS
 from inboxsim.model.policy import PolicyError
+from inboxsim.policy_file import load_policy
 from inboxsim.reports.check import check_store
 from inboxsim.sim.run import RunOptions, run_decisions, run_seed
 from inboxsim.store.policies import current_policy, policy_from_fields, policy_record
 from inboxsim.store.schema import SCHEMA_VERSION
 from inboxsim.store.store import Store, open_store, write_results
-
-from .store_versions import v2_copy
+from tests.store_versions import v2_copy
 
 OPTIONS = RunOptions(ops=40)
 

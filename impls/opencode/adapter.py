@@ -787,7 +787,8 @@ class Adapter:
         try:
             if lost and self.server_died():
                 raise ConnectionError("the server died during the group")
-            for oc in sorted(woken) or [None]:
+            wakes: list[str | None] = [*sorted(woken)] or [None]
+            for oc in wakes:
                 self.settle(sessions, wake=oc)
             if interrupted:
                 self.drop_interrupted(interrupted)

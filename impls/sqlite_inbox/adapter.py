@@ -8,6 +8,7 @@ Standard library only; it does not import inboxsim.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -268,7 +269,7 @@ class Adapter:
             raise invalid("the requests of a group need distinct rids")
         schedule = req.get("schedule")
         group = interleave.Scheduler(list(schedule) if schedule is not None else None)
-        ran = group.run([lambda m=m: self.member(m) for m in members])
+        ran = group.run([functools.partial(self.member, m) for m in members])
         outcomes = []
         for m, (body, invoked, completed) in zip(members, ran, strict=True):
             outcomes.append({"rid": m["rid"], **body, "invoked": invoked, "completed": completed})

@@ -181,9 +181,9 @@ def admit_input(
     if _foreign(owner, sid, kind):
         if not (MUTANT == "per-session-ids" and owner is not None and owner[0] != sid):
             raise _conflict(kind, ident)
-    row = store.pending_row(ident)
-    if row is not None:
-        receipt = _judge_retry(kind, ident, pending_receipt(row), data, delivery)
+    pending = store.pending_row(ident)
+    if pending is not None:
+        receipt = _judge_retry(kind, ident, pending_receipt(pending), data, delivery)
         if MUTANT == "retry-appends-admission":  # re-inserted: a second admission of the row
             seq = store.append(sid, "admitted", now, ident, type=kind, data=data, delivery=delivery)
             store.delete_pending(ident)
