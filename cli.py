@@ -72,23 +72,9 @@ def _emit_json(document: Mapping[str, Any]) -> None:
 @app.command()
 def policies(as_json: JsonFlag = False) -> None:
     """List the policy presets that --policy NAME accepts."""
-    from inboxsim.model.policy import PRESETS
+    from inboxsim.commands import policies as command
 
-    if as_json:
-        _emit_json(policies_document(PRESETS))
-        return
-    width = max((len(p.name) for p in PRESETS.values()), default=0)
-    for p in PRESETS.values():
-        typer.echo(f"{p.name:<{width}}  {p.summary}")
-
-
-def policies_document(presets: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """The ``policies --json`` document: each preset's name, summary and fields."""
-    return {
-        "policies": [
-            {"name": p.name, "summary": p.summary, "fields": p.fields()} for p in presets.values()
-        ]
-    }
+    raise typer.Exit(command.policies(as_json))
 
 
 @app.command()
