@@ -80,10 +80,9 @@ def policies(as_json: JsonFlag = False) -> None:
 @app.command()
 def version(as_json: JsonFlag = False) -> None:
     """Print the inboxsim version (part of every trace hash)."""
-    if as_json:
-        _emit_json({"version": __version__})
-    else:
-        typer.echo(f"{PROG} {__version__}")
+    from inboxsim.commands import version as command
+
+    raise typer.Exit(command.version(PROG, as_json))
 
 
 # --- sweep and replay (issue 4: the seeded scheduler) -------------------------
