@@ -485,27 +485,9 @@ def list_invariants(as_json: JsonFlag = False) -> None:
     """List every invariant the checkers judge (id, statement, source), then each
     invariant of the spec's section 4: the ids that check it, and any part the
     protocol cannot observe, with the reason."""
-    from inboxsim.invariants import listing
+    from inboxsim.commands import invariants as command
 
-    document = listing()
-    if as_json:
-        _emit_json(document)
-        return
-    for entry in document["invariants"]:
-        typer.echo(f"{entry['id']}  [{entry['source']}]")
-        typer.echo(f"    {entry['statement']}")
-        if entry["holds_under"] != "every policy":
-            typer.echo(f"    expected under: {entry['holds_under']}")
-    typer.echo("")
-    typer.echo("Spec section 4, invariant by invariant (checked by the ids above, or not")
-    typer.echo("observable through the adapter protocol, and why):")
-    for spec in document["spec"]:
-        typer.echo(f"4.{spec['number']}  {spec['title']}")
-        if spec["checked_by"]:
-            typer.echo(f"    checked by: {', '.join(spec['checked_by'])}")
-        for part in spec["not_observable"]:
-            typer.echo(f"    not observable: {part['statement']}")
-            typer.echo(f"        {part['reason']}")
+    raise typer.Exit(command.invariants(as_json))
 
 
 # --- check, report, diff (issue 6: the trace store and reports) -----------------
