@@ -169,43 +169,25 @@ def sweep(
     are remembered in the database and run first by the next sweep with the
     same policy and options.
     """
-    from inboxsim.procs.interrupt import Interrupted
-    from inboxsim.sim.console import SweepProgress, print_summary
-    from inboxsim.sim.executor import check_executor
-    from inboxsim.sim.sweep import SweepPlan, default_jobs, resume_line
-    from inboxsim.sim.sweep import sweep as run_sweep
-    from inboxsim.store.store import Store
+    from inboxsim.commands import sweep as command
 
-    the_policy, options = _sim_inputs(policy, ops, target, only_expected)
-    check_executor(executor, scheduler)
-    plan = SweepPlan(
-        policy,
-        the_policy,
-        options,
-        seed_start,
-        seeds,
-        jobs or default_jobs(),
-        time_budget,
-        executor=executor,
-        scheduler=scheduler,
-        resume=resume,
+    raise typer.Exit(
+        command.sweep(
+            seeds=seeds,
+            seed_start=seed_start,
+            policy=policy,
+            ops=ops,
+            jobs=jobs,
+            db=db,
+            time_budget=time_budget,
+            target=target,
+            only_expected=only_expected,
+            executor=executor,
+            scheduler=scheduler,
+            resume=resume,
+            as_json=as_json,
+        )
     )
-    report = None
-    try:
-        with Store(db) as store:
-            with SweepProgress(seeds) as progress:
-                report = run_sweep(plan, store, progress)
-        if as_json:
-            document = report.document()
-            document["db"] = db
-            _emit_json(document)
-        else:
-            print_summary(report)
-    except Interrupted as stop:
-        if stop.kept is None and report is not None:  # after the sweep: all of it is kept
-            stop.kept = resume_line(plan, db)
-        raise
-    raise typer.Exit(report.exit_code)
 
 
 @app.command()
