@@ -214,25 +214,19 @@ def replay(
     after each, crashes shaded, the violating step highlighted, a timeline.
     Exits 1 when the run violated an invariant or did not settle.
     """
-    from inboxsim.sim.run import run_seed
-    from inboxsim.sim.show import result_document, trace_lines
+    from inboxsim.commands import replay as command
 
-    the_policy, options = _sim_inputs(policy, ops, target, only_expected)
-    result = run_seed(seed, the_policy, options)
-    if html is not None:
-        from inboxsim.reports.pages import result_page, verdict_words
-        from inboxsim.reports.summary import replay_command
-
-        page = result_page(result, replay_command(seed, policy, options.to_dict()) or "")
-        _write_text(html, page)
-        violations = [(v.invariant, v.steps, v.message) for v in result.violations]
-        typer.echo(f"seed {seed} ({result.policy}): {verdict_words(violations)}; wrote {html}")
-    elif as_json:
-        _emit_json(result_document(result))
-    else:
-        for line in trace_lines(result):
-            typer.echo(line)
-    raise typer.Exit(1 if result.violations else 0)
+    raise typer.Exit(
+        command.replay(
+            seed=seed,
+            policy=policy,
+            ops=ops,
+            target=target,
+            only_expected=only_expected,
+            html=html,
+            as_json=as_json,
+        )
+    )
 
 
 # --- explore (bounded-exhaustive search) ---------------------------------------
@@ -795,16 +789,6 @@ def _check_out(path: str) -> Any:
     if not target.parent.is_dir():
         raise HarnessError(f"--out {path}: no such folder {str(target.parent)!r}")
     return target
-
-
-def _write_text(path: str, text: str) -> None:
-    """Write a file the user named, or one line saying why it cannot be."""
-    from pathlib import Path
-
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise HarnessError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _write_document(path: str, document: Mapping[str, Any]) -> None:
