@@ -296,55 +296,22 @@ def explore(
     Exits 1 with the shortest counterexample (written as a scenario file) when
     an invariant is violated, 0 when none is within the bound.
     """
-    from inboxsim.model import load_policy
-    from inboxsim.search import explore as ex
-    from inboxsim.sim import checkers
+    from inboxsim.commands import explore as command
 
-    try:
-        families = ex.parse_alphabet(alphabet)
-    except ValueError as exc:
-        raise HarnessError(f"--alphabet: {exc}") from None
-    the_policy = load_policy(policy)
-    monitor, _ = checkers.load()
-
-    if invariant is not None:
-        from inboxsim.invariants import REGISTRY
-
-        if invariant not in REGISTRY:
-            raise HarnessError(
-                f"--invariant: unknown invariant {invariant!r} (see `inboxsim invariants`)"
-            )
-    from inboxsim.sim.console import ExploreProgress
-
-    with ExploreProgress(depth) as shown:
-        result = ex.explore(
-            the_policy,
-            monitor,
-            sessions,
-            depth,
-            step_limit,
-            families,
-            shown.level,
-            invariant,
+    raise typer.Exit(
+        command.explore(
+            sessions=sessions,
+            depth=depth,
+            policy=policy,
+            step_limit=step_limit,
+            alphabet=alphabet,
+            out=out,
+            invariant=invariant,
             jobs=jobs,
             pool=pool,
-            tick=shown.tick,
+            as_json=as_json,
         )
-    written = None
-    if result.violations:
-        text, fmt = ex.render_counterexample(result, the_policy)
-        written = out or f"explore-{the_policy.name}.{fmt}"
-        try:
-            with open(written, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        except OSError as exc:
-            raise HarnessError(f"cannot write {written}: {exc.strerror}") from None
-    if as_json:
-        _emit_json(ex.result_document(result, written))
-    else:
-        for line in ex.summary_lines(result, written):
-            typer.echo(line)
-    raise typer.Exit(int(ExitCode.TARGET_FAILED if result.violations else ExitCode.OK))
+    )
 
 
 # --- run (issue 5: scenarios) ---------------------------------------------------
