@@ -361,26 +361,19 @@ def run_scenarios(
     2 when a file is malformed. For a comparison step by step with the model,
     use `inboxsim conformance`.
     """
-    import contextlib
-
     from inboxsim.commands import run as command
-    from inboxsim.procs import scratch
-    from inboxsim.store.store import Store
 
-    loaded = command.gather(files or [], library)
-    # The store opens before anything runs: a bad --db fails fast, exit 2.
-    with Store(db) if db is not None else contextlib.nullcontext() as store:
-        with scratch.folder("run") as work:
-            factory = command.adapter_factory(adapter, adapter_timeout, work) if adapter else None
-            results, checked = command.run_all(loaded, policy, target_factory=factory)
-        if store is not None:
-            command.store_results(store, loaded, results, policy)
-    if as_json:
-        _emit_json(command.document(results, checked, policy))
-    else:
-        for line in command.table(results, checked):
-            typer.echo(line)
-    raise typer.Exit(command.exit_code(results))
+    raise typer.Exit(
+        command.run(
+            files=files,
+            library=library,
+            policy=policy,
+            adapter=adapter,
+            adapter_timeout=adapter_timeout,
+            db=db,
+            as_json=as_json,
+        )
+    )
 
 
 @app.command("coverage")
