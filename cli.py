@@ -397,20 +397,9 @@ def coverage_command(
     tables. Exits 2 when a citation names no test or a test is neither carried
     nor out of scope; with --check, 1 when the file is out of date.
     """
-    from pathlib import Path
+    from inboxsim.commands import coverage as command
 
-    from inboxsim.scenarios import coverage
-
-    if out is None:
-        if check:
-            raise HarnessError("--check needs --out FILE: the page to compare")
-        typer.echo(coverage.render(coverage.coverage()), nl=False)
-        return
-    current = coverage.write(Path(out), check=check)
-    if check and not current:
-        print(f"coverage: {out} is not current: inboxsim coverage --out {out}", file=sys.stderr)
-        raise typer.Exit(1)
-    print(f"coverage: {out} {'is current' if current else 'written'}", file=sys.stderr)
+    raise typer.Exit(command.coverage(out=out, check=check))
 
 
 # --- invariants (issue 3: the invariant checkers) -------------------------------
