@@ -427,16 +427,9 @@ def check(db: DbOption = "inboxsim.duckdb", as_json: JsonFlag = False) -> None:
     Exits 1 when a stored trace now violates an invariant it did not before;
     a fixed false alarm is reported but is not a failure.
     """
-    from inboxsim.commands.report import run_check
-    from inboxsim.reports.check import check_lines
+    from inboxsim.commands import check as command
 
-    document = run_check(db, os.environ.get("INBOXSIM_CHECKERS") or None)
-    if as_json:
-        _emit_json(document)
-    else:
-        for line in check_lines(document):
-            typer.echo(line)
-    raise typer.Exit(document["exit_code"])
+    raise typer.Exit(command.check(db=db, as_json=as_json))
 
 
 @app.command()

@@ -1,4 +1,4 @@
-"""The I/O edges of ``check``, ``report`` and ``diff``: open stores, run the
+"""The I/O edges of ``report`` and ``diff``: open stores, run the
 pure cores, write files. ``cli.py`` calls these and prints what they return."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import Any
 from .. import __version__
 from ..errors import HarnessError
 from ..reports import counterexamples as cx
-from ..reports.check import check_document, check_store
 from ..reports.diff import diff_stores, rerun_document, rerun_store, store_facts
 from ..reports.html import html_page
 from ..reports.junit import junit_xml
@@ -31,13 +30,6 @@ def _progress(label: str) -> Any:
             print(f"{label}: {n}/{total} runs", file=sys.stderr)
 
     return show
-
-
-def run_check(db: str, checkers_module: str | None = None) -> dict[str, Any]:
-
-    with open_store(db) as store:
-        judged, skipped = check_store(store.con, checkers_module, _progress("check"))
-    return check_document(judged, skipped, db)
 
 
 def run_report(
