@@ -454,25 +454,13 @@ def report(
     page, cached in the store so that the next report reuses it.
     Exits 1 when the store holds a run that violated an invariant.
     """
-    from inboxsim.commands.report import run_report
-    from inboxsim.procs.interrupt import Interrupted
+    from inboxsim.commands import report as command
 
-    try:
-        document, written = run_report(db, out, shrink_seconds, shrink)
-    except Interrupted as stop:  # each shrink is cached as soon as it is made
-        stop.kept = f"every shrunk example it finished is cached in {db}; rerun it to go on"
-        raise
-    if as_json:
-        _emit_json(document)
-    else:
-        problems = len(document["problems"])
-        typer.echo(
-            f"{document['runs']} runs, {len(document['failing'])} failing in {problems} "
-            f"problem{'s' if problems != 1 else ''}; wrote:"
+    raise typer.Exit(
+        command.report(
+            db=db, out=out, shrink=shrink, shrink_seconds=shrink_seconds, as_json=as_json
         )
-        for path in written:
-            typer.echo(f"  {path}")
-    raise typer.Exit(document["exit_code"])
+    )
 
 
 @app.command()

@@ -1,4 +1,4 @@
-"""The I/O edges of ``report`` and ``diff``: open stores, run the
+"""The I/O edges of ``report``: open stores, run the
 pure cores, write files. ``cli.py`` calls these and prints what they return."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import Any
 from .. import __version__
 from ..errors import HarnessError
 from ..reports import counterexamples as cx
-from ..reports.diff import diff_stores, rerun_document, rerun_store, store_facts
 from ..reports.html import html_page
 from ..reports.junit import junit_xml
 from ..reports.pages import report_pages
@@ -22,14 +21,6 @@ from ..store.schema import SCHEMA_VERSION
 from ..store.shrink_cache import load_shrunk, write_shrunk
 from ..store.store import Store, open_store
 from ..store.traces import stored_trace
-
-
-def _progress(label: str) -> Any:
-    def show(n: int, total: int) -> None:
-        if n == total or n % 500 == 0:
-            print(f"{label}: {n}/{total} runs", file=sys.stderr)
-
-    return show
 
 
 def run_report(
@@ -104,16 +95,3 @@ def run_report(
         raise HarnessError(f"cannot write the report into {out}: {exc.strerror or exc}") from None
     doc["files"] = written
     return doc, written
-
-
-def run_diff(base: str, new: str | None) -> dict[str, Any]:
-
-    if new is None:
-        with open_store(base) as store:
-            replayed, changes, skipped = rerun_store(store.con, _progress("rerun"))
-        return rerun_document(base, replayed, changes, skipped)
-    with open_store(base) as a:
-        fa = store_facts(a.con, base)
-    with open_store(new) as b:
-        fb = store_facts(b.con, new)
-    return diff_stores(fa, fb)
