@@ -482,18 +482,9 @@ def diff(
     Exits 1 when something regressed: a seed or invariant newly failing, or a
     required probe no longer hit.
     """
-    from inboxsim.commands.report import run_diff
-    from inboxsim.reports.diff import diff_lines, rerun_lines
+    from inboxsim.commands import diff as command
 
-    if rerun == (new is not None):
-        raise HarnessError("give BASE and NEW, or --rerun BASE")
-    document = run_diff(base, new)
-    if as_json:
-        _emit_json(document)
-    else:
-        for line in rerun_lines(document) if rerun else diff_lines(document):
-            typer.echo(line)
-    raise typer.Exit(document["exit_code"])
+    raise typer.Exit(command.diff(base=base, new=new, rerun=rerun, as_json=as_json))
 
 
 # --- conformance, mutants, validate (lockstep conformance and external logs) ----
