@@ -564,47 +564,29 @@ def conformance_command(
 
     Exits 1 on any divergence, invariant violation or protocol error.
     """
-    from inboxsim.conformance.check import conformance, store_results, target_command
-    from inboxsim.store.store import check_writable
+    from inboxsim.commands import conformance as command
 
-    if no_library and seeds == 0:
-        raise HarnessError(
-            "nothing to test: --no-library and --seeds 0 run no scenario and no seed"
+    raise typer.Exit(
+        command.conformance(
+            adapter=adapter,
+            target=target,
+            policy=policy,
+            seeds=seeds,
+            seed_start=seed_start,
+            ops=ops,
+            scenario=scenario,
+            no_library=no_library,
+            adapter_timeout=adapter_timeout,
+            db=db,
+            executor=executor,
+            scheduler=scheduler,
+            jobs=jobs,
+            shrink=shrink,
+            repro_dir=repro_dir,
+            shrink_seconds=shrink_seconds,
+            as_json=as_json,
         )
-    argv, policy_name, timeout, label = target_command(adapter, target, policy, adapter_timeout)
-    if db is not None:
-        check_writable(db)  # a bad --db fails before the run, not after it
-    result = conformance(
-        argv,
-        policy_name,
-        seeds,
-        ops=ops,
-        seed_start=seed_start,
-        timeout=timeout,
-        scenarios=scenario or None,
-        library=not no_library,
-        progress=lambda msg: print(msg, file=sys.stderr),
-        target_name=label,
-        executor=executor,
-        scheduler=scheduler,
-        shrink=shrink,
-        jobs=jobs,
-        repro_dir=repro_dir,
-        shrink_seconds=shrink_seconds,
     )
-    batch = store_results(db, result) if db is not None else None
-    if as_json:
-        document = result.to_dict()
-        if db is not None:
-            document["db"] = db
-            document["conformance_id"] = batch
-        _emit_json(document)
-    else:
-        for line in result.lines():
-            typer.echo(line)
-        if db is not None:
-            typer.echo(f"stored as conformance batch {batch} in {db}")
-    raise typer.Exit(result.exit_code)
 
 
 @app.command("mutants")
