@@ -633,82 +633,22 @@ def mutants_command(
     Exits 0 when every mutant was killed by an invariant, a divergence or a
     failed scenario expectation, 1 when one survived.
     """
-    from inboxsim.conformance.check import mutant_matrix
-    from inboxsim.conformance.mutants import MUTANTS, matrix_document, render_matrix, summary_line
+    from inboxsim.commands import mutants as command
 
-    if list_only:
-        if as_json:
-            _emit_json({"mutants": [vars_of(m) for m in MUTANTS.values()]})
-        else:
-            for m in MUTANTS.values():
-                typer.echo(f"{m.name}  [{m.bug_class}]  {m.description}")
-        return
-    if out is not None:
-        _check_out(out)  # before the run, not after it
-    chosen = [n.strip() for n in names.split(",") if n.strip()] if names else None
-    if db is not None:  # a bad --db fails before the campaign, not after it
-        from inboxsim.store.store import check_writable
-
-        check_writable(db)
-    results = mutant_matrix(
-        chosen,
-        seeds,
-        ops=ops,
-        jobs=jobs,
-        progress=lambda msg: print(msg, file=sys.stderr),
-        shrink_seconds=None if no_shrink else shrink_seconds,
-    )
-    document = matrix_document(results, seeds=seeds, ops=ops)
-    survived = document["survived"]
-    if out is not None:
-        _write_document(out, document)
-    if db is not None:
-        from inboxsim.store.mutants import kill_rows
-        from inboxsim.store.store import Store
-
-        with Store(db) as store:
-            store.write_mutants(kill_rows(r.to_dict() for r in results))
-    if as_json:
-        _emit_json(document)
-    else:
-        typer.echo(render_matrix(results))
-        typer.echo("")
-        typer.echo(
-            summary_line(document)
-            + (f"; survived: {', '.join(str(s) for s in survived)}" if survived else "")
+    raise typer.Exit(
+        command.mutants(
+            names=names,
+            seeds=seeds,
+            ops=ops,
+            jobs=jobs,
+            list_only=list_only,
+            db=db,
+            out=out,
+            no_shrink=no_shrink,
+            shrink_seconds=shrink_seconds,
+            as_json=as_json,
         )
-        if out is not None:
-            typer.echo(f"results written to {out}")
-    raise typer.Exit(document["exit_code"])
-
-
-def _check_out(path: str) -> Any:
-    """The ``--out`` file as a Path, or a one-line error if it cannot be one."""
-    from pathlib import Path
-
-    target = Path(path)
-    if target.is_dir():
-        raise HarnessError(f"--out {path}: is a directory")
-    if not target.parent.is_dir():
-        raise HarnessError(f"--out {path}: no such folder {str(target.parent)!r}")
-    return target
-
-
-def _write_document(path: str, document: Mapping[str, Any]) -> None:
-    """Write a JSON document whole (a temporary file renamed over the target:
-    a failed write never leaves half a document, nor clobbers the old one)."""
-    target = _check_out(path)
-    tmp = target.with_name(target.name + ".tmp")
-    try:
-        tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, target)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise HarnessError(f"--out {path}: cannot write ({exc.strerror})") from None
-
-
-def vars_of(mutant: Any) -> dict[str, Any]:
-    return {"name": mutant.name, "class": mutant.bug_class, "description": mutant.description}
+    )
 
 
 @app.command("validate")
