@@ -679,24 +679,11 @@ def validate_command(
 
     Exits 1 when one is violated, 2 when the file or database is malformed.
     """
-    from inboxsim.conformance.validate import validate_file
+    from inboxsim.commands import validate as command
 
-    if (file is None) == (opencode_db is None):
-        raise HarnessError("give one of FILE (a JSON-lines event log) or --opencode-db PATH")
-    result: Any
-    if opencode_db is not None:
-        from inboxsim.conformance.opencode_db import validate_db
-
-        result = validate_db(opencode_db, policy or "g2")
-    else:
-        assert file is not None
-        result = validate_file(file, policy or "g4")
-    if as_json:
-        _emit_json(result.to_dict())
-    else:
-        for line in result.lines():
-            typer.echo(line)
-    raise typer.Exit(result.exit_code)
+    raise typer.Exit(
+        command.validate(file=file, opencode_db=opencode_db, policy=policy, as_json=as_json)
+    )
 
 
 # --- shrink (issue 5: minimal failing scenarios) ----------------------------------
