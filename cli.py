@@ -121,16 +121,6 @@ TargetOption = Annotated[
 ]
 
 
-def _sim_inputs(policy: str, ops: int, target: str, only_expected: bool) -> tuple[Any, Any]:
-    """Check the options every seeded command shares; the policy and run options."""
-    from inboxsim.model import load_policy
-    from inboxsim.sim.run import RunOptions
-
-    if target != "model":
-        raise HarnessError(f"--target {target!r} is not available yet: only 'model' is")
-    return load_policy(policy), RunOptions(ops=ops, only_expected=only_expected)
-
-
 @app.command()
 def sweep(
     seeds: Annotated[int, typer.Option("--seeds", help="How many seeds to run.", min=1)] = 100,
@@ -740,98 +730,22 @@ def shrink(
     Exits 1 when a violation was found and the scenario written, 0 when
     there is nothing to shrink (the seed violates nothing).
     """
-    from pathlib import Path
+    from inboxsim.commands import shrink as command
 
-    from inboxsim.search import shrink as sh
-
-    seed: int | None = None
-    try:
-        seed = int(what)
-    except ValueError:
-        if not Path(what).is_file():
-            raise HarnessError(
-                f"{what!r} is neither a seed (an integer) nor a scenario file"
-            ) from None
-    if seed is not None:
-        if seed < 0:
-            raise HarnessError(f"the seed must be a non-negative integer, not {seed}")
-        the_policy, options = _sim_inputs(policy or "g4", ops, target, only_expected)
-        print(f"shrink: running seed {seed} under {the_policy.name}", file=sys.stderr)
-        result = sh.shrink_seed(
-            seed, the_policy, options, max_runs=max_runs, time_limit=time_limit, expect=expect
+    raise typer.Exit(
+        command.shrink(
+            what=what,
+            policy=policy,
+            ops=ops,
+            out=out,
+            max_runs=max_runs,
+            time_limit=time_limit,
+            target=target,
+            only_expected=only_expected,
+            expect=expect,
+            as_json=as_json,
         )
-        if result is None:
-            if as_json:
-                _emit_json(
-                    {"seed": seed, "policy": the_policy.name, "violated": False, "written": None}
-                )
-            else:
-                typer.echo(
-                    f"seed {seed} violates no invariant under {the_policy.name}: nothing to shrink"
-                )
-            raise typer.Exit(int(ExitCode.OK))
-        written = out or f"shrink-{the_policy.name}-{seed}.toml"
-        document = {"seed": seed, "policy": the_policy.name, "violated": True, **result.document()}
-    else:
-        from inboxsim.model import load_policy
-
-        if target != "model":
-            raise HarnessError(f"--target {target!r} is not available yet: only 'model' is")
-        the_policy = load_policy(policy) if policy is not None else None
-        print(f"shrink: running scenario {what}", file=sys.stderr)
-        result = sh.shrink_scenario_file(
-            what, the_policy, max_runs=max_runs, time_limit=time_limit, expect=expect
-        )
-        if result.invariant is None:
-            state = (
-                "passes"
-                if result.passed
-                else "fails only on expectations, which shrink does not reduce"
-            )
-            if as_json:
-                _emit_json(
-                    {"file": what, "violated": False, "passed": result.passed, "written": None}
-                )
-            else:
-                typer.echo(f"{what} violates no invariant ({state}): nothing to shrink")
-            raise typer.Exit(int(ExitCode.OK if result.passed else ExitCode.TARGET_FAILED))
-        written = out or str(Path(what).with_suffix("")) + "-min.toml"
-        document = {"file": what, "violated": True, **result.document()}
-    try:
-        Path(written).write_text(result.text or "", encoding="utf-8")
-    except OSError as exc:
-        raise HarnessError(f"cannot write {written}: {exc.strerror}") from None
-    document["written"] = written
-    document["expect_violation"] = expect
-    if as_json:
-        _emit_json(document)
-    else:
-        original, final = document["original"], document["final"]
-
-        def line(size: dict[str, Any]) -> str:
-            keys = ("operations", "faults", "steps", "decisions", "scenario_steps")
-            parts = [f"{size[k]} {k}" for k in keys if k in size]
-            return ", ".join(parts)
-
-        typer.echo(f"invariant: {document['invariant']}")
-        typer.echo(f"original:  {line(original)}")
-        typer.echo(f"shrunk:    {line(final)}")
-        typer.echo(f"time:      {document['seconds']} s, {document['runs']} candidate runs")
-        if document.get("also_violated"):
-            typer.echo(f"note: the last step also violates {', '.join(document['also_violated'])}")
-        if document.get("verified") is False:
-            typer.echo("warning: the written scenario did not reproduce the violation when run")
-        if expect:
-            typer.echo(
-                f"wrote {written}: expects the violation (inboxsim run {written} passes "
-                "while it is there)"
-            )
-        else:
-            typer.echo(
-                f"wrote {written}: a regression test (inboxsim run {written} fails while the "
-                f"bug is present; add --expect to write it as an expected violation)"
-            )
-    raise typer.Exit(int(ExitCode.TARGET_FAILED))
+    )
 
 
 # --- designs (issue 10: the design-exploration report) ---------------------------
