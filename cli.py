@@ -778,32 +778,21 @@ def designs(
 
     Exits 0 when the report was written (it is informational), 2 on bad usage.
     """
-    from pathlib import Path
+    from inboxsim.commands import designs as command
 
-    from inboxsim.designs import study as ds
-
-    specs = ds.resolve(policies, files or ())
-    if not specs:
-        raise HarnessError("no policies to study")
-    doc, figures = ds.build(
-        specs, seeds, depth, sessions, ops, jobs, progress=lambda line: print(line, file=sys.stderr)
-    )
-    try:
-        paths = ds.write(doc, figures, Path(out))
-    except OSError as exc:
-        raise HarnessError(f"cannot write the report to {out}: {exc.strerror}") from None
-    if as_json:
-        _emit_json(
-            {
-                "files": [str(p) for p in paths],
-                "questions": doc["questions"],
-                "seconds": doc["seconds"],
-            }
+    raise typer.Exit(
+        command.designs(
+            files=files,
+            policies=policies,
+            seeds=seeds,
+            ops=ops,
+            depth=depth,
+            sessions=sessions,
+            jobs=jobs,
+            out=out,
+            as_json=as_json,
         )
-        return
-    for q in doc["questions"]:
-        typer.echo(f"{q['title']}\n  {q['verdict']}")
-    typer.echo(f"written: {', '.join(str(p) for p in paths)} ({doc['seconds']} s)")
+    )
 
 
 # --- init-adapter (issue 20: the example adapters) --------------------------------
