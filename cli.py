@@ -12,10 +12,9 @@ imported inside the commands that use them, so ``inboxsim --help`` stays fast.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
@@ -57,10 +56,6 @@ def _root() -> None:
     Exit codes: 0 everything judged held; 1 the target failed; 2 the harness
     could not do its job (the reason is one line on stderr).
     """
-
-
-def _emit_json(document: Mapping[str, Any]) -> None:
-    typer.echo(json.dumps(document, indent=2))
 
 
 # --- commands ---------------------------------------------------------------
@@ -811,15 +806,9 @@ def init_adapter(
     Writes the example adapter, a README and the protocol guide into FOLDER.
     Exits 2, writing nothing, when one of those files is already there.
     """
-    from inboxsim.examples import write_skeleton
+    from inboxsim.commands import init_adapter as command
 
-    written, command = write_skeleton(lang, folder, __version__)
-    if as_json:
-        _emit_json({"lang": lang, "files": [str(p) for p in written], "command": command})
-        return
-    for path in written:
-        typer.echo(f"wrote {path}")
-    typer.echo(f"check it: inboxsim conformance --adapter {command!r}")
+    raise typer.Exit(command.init_adapter(folder=folder, lang=lang, as_json=as_json))
 
 
 # --- entry point ------------------------------------------------------------
