@@ -6,8 +6,11 @@ with ``--json``, one JSON document on stdout instead. Exit codes are
 could not do its job. :func:`main` turns usage errors and
 :class:`~inboxsim.errors.HarnessError` into one line on stderr and exit 2.
 
-Heavy modules (the model, duckdb, pyarrow, matplotlib, rich's progress) are
-imported inside the commands that use them, so ``inboxsim --help`` stays fast.
+This module holds the declarations only (options, their bounds, help text);
+each command's work is a function of its own module under ``commands/``.
+Each declaration imports that module inside its body, on purpose: start-up
+time (the model, duckdb, pyarrow, matplotlib, rich's progress load only for
+the command that needs them, so ``inboxsim --help`` stays fast).
 """
 
 from __future__ import annotations
@@ -59,9 +62,6 @@ def _root() -> None:
 
 
 # --- commands ---------------------------------------------------------------
-# The contract's other commands (sweep, replay, shrink, run, explore,
-# conformance, mutants, check, validate, report, diff, designs, invariants)
-# are added here, one function each, as their issues land.
 
 
 @app.command()

@@ -101,7 +101,7 @@ class Repro:
         out = Path(folder)
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{_slug(name)}.toml"
-        path.write_text(self.text, encoding="utf-8")
+        scratch.write_atomic(path, self.text)
         return _with_path(self, str(path))
 
 
