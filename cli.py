@@ -6,16 +6,18 @@ with ``--json``, one JSON document on stdout instead. Exit codes are
 could not do its job. :func:`main` turns usage errors and
 :class:`~inboxsim.errors.HarnessError` into one line on stderr and exit 2.
 
-Heavy modules (the model, duckdb, pyarrow, matplotlib, rich's progress) are
-imported inside the commands that use them, so ``inboxsim --help`` stays fast.
+This module holds the declarations only (options, their bounds, help text);
+each command's work is a function of its own module under ``commands/``.
+Each declaration imports that module inside its body, on purpose: start-up
+time (the model, duckdb, pyarrow, matplotlib, rich's progress load only for
+the command that needs them, so ``inboxsim --help`` stays fast).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
@@ -59,42 +61,23 @@ def _root() -> None:
     """
 
 
-def _emit_json(document: Mapping[str, Any]) -> None:
-    typer.echo(json.dumps(document, indent=2))
-
-
 # --- commands ---------------------------------------------------------------
 
 
 @app.command()
 def policies(as_json: JsonFlag = False) -> None:
     """List the policy presets that --policy NAME accepts."""
-    from inboxsim.model.policy import PRESETS
+    from inboxsim.commands import policies as command
 
-    if as_json:
-        _emit_json(policies_document(PRESETS))
-        return
-    width = max((len(p.name) for p in PRESETS.values()), default=0)
-    for p in PRESETS.values():
-        typer.echo(f"{p.name:<{width}}  {p.summary}")
-
-
-def policies_document(presets: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """The ``policies --json`` document: each preset's name, summary and fields."""
-    return {
-        "policies": [
-            {"name": p.name, "summary": p.summary, "fields": p.fields()} for p in presets.values()
-        ]
-    }
+    raise typer.Exit(command.policies(as_json))
 
 
 @app.command()
 def version(as_json: JsonFlag = False) -> None:
     """Print the inboxsim version (part of every trace hash)."""
-    if as_json:
-        _emit_json({"version": __version__})
-    else:
-        typer.echo(f"{PROG} {__version__}")
+    from inboxsim.commands import version as command
+
+    raise typer.Exit(command.version(PROG, as_json))
 
 
 # --- sweep and replay (the seeded scheduler) ----------------------------------
@@ -131,16 +114,6 @@ SchedulerOption = Annotated[
 TargetOption = Annotated[
     str, typer.Option("--target", help="What to run against: `model` (the reference model).")
 ]
-
-
-def _sim_inputs(policy: str, ops: int, target: str, only_expected: bool) -> tuple[Any, Any]:
-    """Check the options every seeded command shares; the policy and run options."""
-    from inboxsim.policy_file import load_policy
-    from inboxsim.sim.run import RunOptions
-
-    if target != "model":
-        raise HarnessError(f"--target {target!r} is not available yet: only 'model' is")
-    return load_policy(policy), RunOptions(ops=ops, only_expected=only_expected)
 
 
 @app.command()
@@ -181,43 +154,25 @@ def sweep(
     are remembered in the database and run first by the next sweep with the
     same policy and options.
     """
-    from inboxsim.procs.interrupt import Interrupted
-    from inboxsim.sim.console import SweepProgress, print_summary
-    from inboxsim.sim.executor import check_executor
-    from inboxsim.sim.sweep import SweepPlan, default_jobs, resume_line
-    from inboxsim.sim.sweep import sweep as run_sweep
-    from inboxsim.store.store import Store
+    from inboxsim.commands import sweep as command
 
-    the_policy, options = _sim_inputs(policy, ops, target, only_expected)
-    check_executor(executor, scheduler)
-    plan = SweepPlan(
-        policy,
-        the_policy,
-        options,
-        seed_start,
-        seeds,
-        jobs or default_jobs(),
-        time_budget,
-        executor=executor,
-        scheduler=scheduler,
-        resume=resume,
+    raise typer.Exit(
+        command.sweep(
+            seeds=seeds,
+            seed_start=seed_start,
+            policy=policy,
+            ops=ops,
+            jobs=jobs,
+            db=db,
+            time_budget=time_budget,
+            target=target,
+            only_expected=only_expected,
+            executor=executor,
+            scheduler=scheduler,
+            resume=resume,
+            as_json=as_json,
+        )
     )
-    report = None
-    try:
-        with Store(db) as store:
-            with SweepProgress(seeds) as progress:
-                report = run_sweep(plan, store, progress)
-        if as_json:
-            document = report.document()
-            document["db"] = db
-            _emit_json(document)
-        else:
-            print_summary(report)
-    except Interrupted as stop:
-        if stop.kept is None and report is not None:  # after the sweep: all of it is kept
-            stop.kept = resume_line(plan, db)
-        raise
-    raise typer.Exit(report.exit_code)
 
 
 @app.command()
@@ -244,25 +199,19 @@ def replay(
     after each, crashes shaded, the violating step highlighted, a timeline.
     Exits 1 when the run violated an invariant or did not settle.
     """
-    from inboxsim.sim.run import run_seed
-    from inboxsim.sim.show import result_document, trace_lines
+    from inboxsim.commands import replay as command
 
-    the_policy, options = _sim_inputs(policy, ops, target, only_expected)
-    result = run_seed(seed, the_policy, options)
-    if html is not None:
-        from inboxsim.reports.pages import result_page, verdict_words
-        from inboxsim.reports.summary import replay_command
-
-        page = result_page(result, replay_command(seed, policy, options.to_dict()) or "")
-        _write_text(html, page)
-        violations = [(v.invariant, v.steps, v.message) for v in result.violations]
-        typer.echo(f"seed {seed} ({result.policy}): {verdict_words(violations)}; wrote {html}")
-    elif as_json:
-        _emit_json(result_document(result))
-    else:
-        for line in trace_lines(result):
-            typer.echo(line)
-    raise typer.Exit(1 if result.violations else 0)
+    raise typer.Exit(
+        command.replay(
+            seed=seed,
+            policy=policy,
+            ops=ops,
+            target=target,
+            only_expected=only_expected,
+            html=html,
+            as_json=as_json,
+        )
+    )
 
 
 # --- explore (bounded-exhaustive search) ---------------------------------------
@@ -332,55 +281,22 @@ def explore(
     Exits 1 with the shortest counterexample (written as a scenario file) when
     an invariant is violated, 0 when none is within the bound.
     """
-    from inboxsim.policy_file import load_policy
-    from inboxsim.search import explore as ex
-    from inboxsim.sim import checkers
+    from inboxsim.commands import explore as command
 
-    try:
-        families = ex.parse_alphabet(alphabet)
-    except ValueError as exc:
-        raise HarnessError(f"--alphabet: {exc}") from None
-    the_policy = load_policy(policy)
-    monitor, _ = checkers.load()
-
-    if invariant is not None:
-        from inboxsim.invariants import REGISTRY
-
-        if invariant not in REGISTRY:
-            raise HarnessError(
-                f"--invariant: unknown invariant {invariant!r} (see `inboxsim invariants`)"
-            )
-    from inboxsim.sim.console import ExploreProgress
-
-    with ExploreProgress(depth) as shown:
-        result = ex.explore(
-            the_policy,
-            monitor,
-            sessions,
-            depth,
-            step_limit,
-            families,
-            shown.level,
-            invariant,
+    raise typer.Exit(
+        command.explore(
+            sessions=sessions,
+            depth=depth,
+            policy=policy,
+            step_limit=step_limit,
+            alphabet=alphabet,
+            out=out,
+            invariant=invariant,
             jobs=jobs,
             pool=pool,
-            tick=shown.tick,
+            as_json=as_json,
         )
-    written = None
-    if result.violations:
-        text, fmt = ex.render_counterexample(result, the_policy)
-        written = out or f"explore-{the_policy.name}.{fmt}"
-        try:
-            with open(written, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        except OSError as exc:
-            raise HarnessError(f"cannot write {written}: {exc.strerror}") from None
-    if as_json:
-        _emit_json(ex.result_document(result, written))
-    else:
-        for line in ex.summary_lines(result, written):
-            typer.echo(line)
-    raise typer.Exit(int(ExitCode.TARGET_FAILED if result.violations else ExitCode.OK))
+    )
 
 
 # --- run (scenarios) ------------------------------------------------------------
@@ -438,32 +354,20 @@ def run_scenarios(
     2 when a file is malformed. For a comparison step by step with the model,
     use `inboxsim conformance`.
     """
-    import contextlib
-
     from inboxsim.commands import run as command
-    from inboxsim.procs import scratch
-    from inboxsim.store.store import Store
 
-    if target is not None:
-        import shlex
-
-        from inboxsim.conformance.check import target_command
-
-        adapter = shlex.join(target_command(adapter, target, None, adapter_timeout)[0])
-    loaded = command.gather(files or [], library)
-    # The store opens before anything runs: a bad --db fails fast, exit 2.
-    with Store(db) if db is not None else contextlib.nullcontext() as store:
-        with scratch.folder("run") as work:
-            factory = command.adapter_factory(adapter, adapter_timeout, work) if adapter else None
-            results, checked = command.run_all(loaded, policy, target_factory=factory)
-        if store is not None:
-            command.store_results(store, loaded, results, policy)
-    if as_json:
-        _emit_json(command.document(results, checked, policy))
-    else:
-        for line in command.table(results, checked):
-            typer.echo(line)
-    raise typer.Exit(command.exit_code(results))
+    raise typer.Exit(
+        command.run(
+            files=files,
+            library=library,
+            policy=policy,
+            adapter=adapter,
+            target=target,
+            adapter_timeout=adapter_timeout,
+            db=db,
+            as_json=as_json,
+        )
+    )
 
 
 @app.command("coverage")
@@ -487,20 +391,9 @@ def coverage_command(
     tables. Exits 2 when a citation names no test or a test is neither carried
     nor out of scope; with --check, 1 when the file is out of date.
     """
-    from pathlib import Path
+    from inboxsim.commands import coverage as command
 
-    from inboxsim.scenarios import coverage
-
-    if out is None:
-        if check:
-            raise HarnessError("--check needs --out FILE: the page to compare")
-        typer.echo(coverage.render(coverage.coverage()), nl=False)
-        return
-    current = coverage.write(Path(out), check=check)
-    if check and not current:
-        print(f"coverage: {out} is not current: inboxsim coverage --out {out}", file=sys.stderr)
-        raise typer.Exit(1)
-    print(f"coverage: {out} {'is current' if current else 'written'}", file=sys.stderr)
+    raise typer.Exit(command.coverage(out=out, check=check))
 
 
 # --- invariants (the invariant checkers) ----------------------------------------
@@ -511,27 +404,9 @@ def list_invariants(as_json: JsonFlag = False) -> None:
     """List every invariant the checkers judge (id, statement, source), then each
     invariant of the spec's section 4: the ids that check it, and any part the
     protocol cannot observe, with the reason."""
-    from inboxsim.invariants import listing
+    from inboxsim.commands import invariants as command
 
-    document = listing()
-    if as_json:
-        _emit_json(document)
-        return
-    for entry in document["invariants"]:
-        typer.echo(f"{entry['id']}  [{entry['source']}]")
-        typer.echo(f"    {entry['statement']}")
-        if entry["holds_under"] != "every policy":
-            typer.echo(f"    expected under: {entry['holds_under']}")
-    typer.echo("")
-    typer.echo("Spec section 4, invariant by invariant (checked by the ids above, or not")
-    typer.echo("observable through the adapter protocol, and why):")
-    for spec in document["spec"]:
-        typer.echo(f"4.{spec['number']}  {spec['title']}")
-        if spec["checked_by"]:
-            typer.echo(f"    checked by: {', '.join(spec['checked_by'])}")
-        for part in spec["not_observable"]:
-            typer.echo(f"    not observable: {part['statement']}")
-            typer.echo(f"        {part['reason']}")
+    raise typer.Exit(command.invariants(as_json))
 
 
 # --- check, report, diff (the trace store and reports) --------------------------
@@ -546,16 +421,9 @@ def check(db: DbOption = "inboxsim.duckdb", as_json: JsonFlag = False) -> None:
     Exits 1 when a stored trace now violates an invariant it did not before;
     a fixed false alarm is reported but is not a failure.
     """
-    from inboxsim.commands.report import run_check
-    from inboxsim.reports.check import check_lines
+    from inboxsim.commands import check as command
 
-    document = run_check(db, os.environ.get("INBOXSIM_CHECKERS") or None)
-    if as_json:
-        _emit_json(document)
-    else:
-        for line in check_lines(document):
-            typer.echo(line)
-    raise typer.Exit(document["exit_code"])
+    raise typer.Exit(command.check(db=db, as_json=as_json))
 
 
 @app.command()
@@ -580,25 +448,13 @@ def report(
     page, cached in the store so that the next report reuses it.
     Exits 1 when the store holds a run that violated an invariant.
     """
-    from inboxsim.commands.report import run_report
-    from inboxsim.procs.interrupt import Interrupted
+    from inboxsim.commands import report as command
 
-    try:
-        document, written = run_report(db, out, shrink_seconds, shrink)
-    except Interrupted as stop:  # each shrink is cached as soon as it is made
-        stop.kept = f"every shrunk example it finished is cached in {db}; rerun it to go on"
-        raise
-    if as_json:
-        _emit_json(document)
-    else:
-        problems = len(document["problems"])
-        typer.echo(
-            f"{document['runs']} runs, {len(document['failing'])} failing in {problems} "
-            f"problem{'s' if problems != 1 else ''}; wrote:"
+    raise typer.Exit(
+        command.report(
+            db=db, out=out, shrink=shrink, shrink_seconds=shrink_seconds, as_json=as_json
         )
-        for path in written:
-            typer.echo(f"  {path}")
-    raise typer.Exit(document["exit_code"])
+    )
 
 
 @app.command()
@@ -620,18 +476,9 @@ def diff(
     Exits 1 when something regressed: a seed or invariant newly failing, or a
     required probe no longer hit.
     """
-    from inboxsim.commands.report import run_diff
-    from inboxsim.reports.diff import diff_lines, rerun_lines
+    from inboxsim.commands import diff as command
 
-    if rerun == (new is not None):
-        raise HarnessError("give BASE and NEW, or --rerun BASE")
-    document = run_diff(base, new)
-    if as_json:
-        _emit_json(document)
-    else:
-        for line in rerun_lines(document) if rerun else diff_lines(document):
-            typer.echo(line)
-    raise typer.Exit(document["exit_code"])
+    raise typer.Exit(command.diff(base=base, new=new, rerun=rerun, as_json=as_json))
 
 
 # --- conformance, mutants, validate (lockstep conformance and external logs) ----
@@ -711,47 +558,29 @@ def conformance_command(
 
     Exits 1 on any divergence, invariant violation or protocol error.
     """
-    from inboxsim.conformance.check import conformance, store_results, target_command
-    from inboxsim.store.store import check_writable
+    from inboxsim.commands import conformance as command
 
-    if no_library and seeds == 0:
-        raise HarnessError(
-            "nothing to test: --no-library and --seeds 0 run no scenario and no seed"
+    raise typer.Exit(
+        command.conformance(
+            adapter=adapter,
+            target=target,
+            policy=policy,
+            seeds=seeds,
+            seed_start=seed_start,
+            ops=ops,
+            scenario=scenario,
+            no_library=no_library,
+            adapter_timeout=adapter_timeout,
+            db=db,
+            executor=executor,
+            scheduler=scheduler,
+            jobs=jobs,
+            shrink=shrink,
+            repro_dir=repro_dir,
+            shrink_seconds=shrink_seconds,
+            as_json=as_json,
         )
-    argv, policy_name, timeout, label = target_command(adapter, target, policy, adapter_timeout)
-    if db is not None:
-        check_writable(db)  # a bad --db fails before the run, not after it
-    result = conformance(
-        argv,
-        policy_name,
-        seeds,
-        ops=ops,
-        seed_start=seed_start,
-        timeout=timeout,
-        scenarios=scenario or None,
-        library=not no_library,
-        progress=lambda msg: print(msg, file=sys.stderr),
-        target_name=label,
-        executor=executor,
-        scheduler=scheduler,
-        shrink=shrink,
-        jobs=jobs,
-        repro_dir=repro_dir,
-        shrink_seconds=shrink_seconds,
     )
-    batch = store_results(db, result) if db is not None else None
-    if as_json:
-        document = result.to_dict()
-        if db is not None:
-            document["db"] = db
-            document["conformance_id"] = batch
-        _emit_json(document)
-    else:
-        for line in result.lines():
-            typer.echo(line)
-        if db is not None:
-            typer.echo(f"stored as conformance batch {batch} in {db}")
-    raise typer.Exit(result.exit_code)
 
 
 @app.command("mutants")
@@ -798,92 +627,22 @@ def mutants_command(
     Exits 0 when every mutant was killed by an invariant, a divergence or a
     failed scenario expectation, 1 when one survived.
     """
-    from inboxsim.conformance.check import mutant_matrix
-    from inboxsim.conformance.mutants import MUTANTS, matrix_document, render_matrix, summary_line
+    from inboxsim.commands import mutants as command
 
-    if list_only:
-        if as_json:
-            _emit_json({"mutants": [vars_of(m) for m in MUTANTS.values()]})
-        else:
-            for m in MUTANTS.values():
-                typer.echo(f"{m.name}  [{m.bug_class}]  {m.description}")
-        return
-    if out is not None:
-        _check_out(out)  # before the run, not after it
-    chosen = [n.strip() for n in names.split(",") if n.strip()] if names else None
-    if db is not None:  # a bad --db fails before the campaign, not after it
-        from inboxsim.store.store import check_writable
-
-        check_writable(db)
-    results = mutant_matrix(
-        chosen,
-        seeds,
-        ops=ops,
-        jobs=jobs,
-        progress=lambda msg: print(msg, file=sys.stderr),
-        shrink_seconds=None if no_shrink else shrink_seconds,
-    )
-    document = matrix_document(results, seeds=seeds, ops=ops)
-    survived = document["survived"]
-    if out is not None:
-        _write_document(out, document)
-    if db is not None:
-        from inboxsim.store.mutants import kill_rows
-        from inboxsim.store.store import Store
-
-        with Store(db) as store:
-            store.write_mutants(kill_rows(r.to_dict() for r in results))
-    if as_json:
-        _emit_json(document)
-    else:
-        typer.echo(render_matrix(results))
-        typer.echo("")
-        typer.echo(
-            summary_line(document)
-            + (f"; survived: {', '.join(str(s) for s in survived)}" if survived else "")
+    raise typer.Exit(
+        command.mutants(
+            names=names,
+            seeds=seeds,
+            ops=ops,
+            jobs=jobs,
+            list_only=list_only,
+            db=db,
+            out=out,
+            no_shrink=no_shrink,
+            shrink_seconds=shrink_seconds,
+            as_json=as_json,
         )
-        if out is not None:
-            typer.echo(f"results written to {out}")
-    raise typer.Exit(document["exit_code"])
-
-
-def _check_out(path: str) -> Any:
-    """The ``--out`` file as a Path, or a one-line error if it cannot be one."""
-    from pathlib import Path
-
-    target = Path(path)
-    if target.is_dir():
-        raise HarnessError(f"--out {path}: is a directory")
-    if not target.parent.is_dir():
-        raise HarnessError(f"--out {path}: no such folder {str(target.parent)!r}")
-    return target
-
-
-def _write_text(path: str, text: str) -> None:
-    """Write a file the user named, or one line saying why it cannot be."""
-    from pathlib import Path
-
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise HarnessError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def _write_document(path: str, document: Mapping[str, Any]) -> None:
-    """Write a JSON document whole (a temporary file renamed over the target:
-    a failed write never leaves half a document, nor clobbers the old one)."""
-    target = _check_out(path)
-    tmp = target.with_name(target.name + ".tmp")
-    try:
-        tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, target)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise HarnessError(f"--out {path}: cannot write ({exc.strerror})") from None
-
-
-def vars_of(mutant: Any) -> dict[str, Any]:
-    return {"name": mutant.name, "class": mutant.bug_class, "description": mutant.description}
+    )
 
 
 @app.command("validate")
@@ -914,24 +673,11 @@ def validate_command(
 
     Exits 1 when one is violated, 2 when the file or database is malformed.
     """
-    from inboxsim.conformance.validate import validate_file
+    from inboxsim.commands import validate as command
 
-    if (file is None) == (opencode_db is None):
-        raise HarnessError("give one of FILE (a JSON-lines event log) or --opencode-db PATH")
-    result: Any
-    if opencode_db is not None:
-        from inboxsim.conformance.opencode_db import validate_db
-
-        result = validate_db(opencode_db, policy or "g2")
-    else:
-        assert file is not None
-        result = validate_file(file, policy or "g4")
-    if as_json:
-        _emit_json(result.to_dict())
-    else:
-        for line in result.lines():
-            typer.echo(line)
-    raise typer.Exit(result.exit_code)
+    raise typer.Exit(
+        command.validate(file=file, opencode_db=opencode_db, policy=policy, as_json=as_json)
+    )
 
 
 # --- shrink (minimal failing scenarios) -------------------------------------------
@@ -988,100 +734,22 @@ def shrink(
     Exits 1 when a violation was found and the scenario written, 0 when
     there is nothing to shrink (the seed violates nothing).
     """
-    from pathlib import Path
+    from inboxsim.commands import shrink as command
 
-    from inboxsim.search import shrink as sh
-
-    seed: int | None = None
-    try:
-        seed = int(what)
-    except ValueError:
-        if not Path(what).is_file():
-            raise HarnessError(
-                f"{what!r} is neither a seed (an integer) nor a scenario file"
-            ) from None
-    if seed is not None:
-        if seed < 0:
-            raise HarnessError(f"the seed must be a non-negative integer, not {seed}")
-        the_policy, options = _sim_inputs(policy or "g4", ops, target, only_expected)
-        print(f"shrink: running seed {seed} under {the_policy.name}", file=sys.stderr)
-        result = sh.shrink_seed(
-            seed, the_policy, options, max_runs=max_runs, time_limit=time_limit, expect=expect
+    raise typer.Exit(
+        command.shrink(
+            what=what,
+            policy=policy,
+            ops=ops,
+            out=out,
+            max_runs=max_runs,
+            time_limit=time_limit,
+            target=target,
+            only_expected=only_expected,
+            expect=expect,
+            as_json=as_json,
         )
-        if result is None:
-            if as_json:
-                _emit_json(
-                    {"seed": seed, "policy": the_policy.name, "violated": False, "written": None}
-                )
-            else:
-                typer.echo(
-                    f"seed {seed} violates no invariant under {the_policy.name}: nothing to shrink"
-                )
-            raise typer.Exit(int(ExitCode.OK))
-        written = out or f"shrink-{the_policy.name}-{seed}.toml"
-        document = {"seed": seed, "policy": the_policy.name, "violated": True, **result.document()}
-        text: str | None = result.text
-    else:
-        from inboxsim.policy_file import load_policy
-
-        if target != "model":
-            raise HarnessError(f"--target {target!r} is not available yet: only 'model' is")
-        the_policy = load_policy(policy) if policy is not None else None
-        print(f"shrink: running scenario {what}", file=sys.stderr)
-        shrunk = sh.shrink_scenario_file(
-            what, the_policy, max_runs=max_runs, time_limit=time_limit, expect=expect
-        )
-        if shrunk.invariant is None:
-            state = (
-                "passes"
-                if shrunk.passed
-                else "fails only on expectations, which shrink does not reduce"
-            )
-            if as_json:
-                _emit_json(
-                    {"file": what, "violated": False, "passed": shrunk.passed, "written": None}
-                )
-            else:
-                typer.echo(f"{what} violates no invariant ({state}): nothing to shrink")
-            raise typer.Exit(int(ExitCode.OK if shrunk.passed else ExitCode.TARGET_FAILED))
-        written = out or str(Path(what).with_suffix("")) + "-min.toml"
-        document = {"file": what, "violated": True, **shrunk.document()}
-        text = shrunk.text
-    try:
-        Path(written).write_text(text or "", encoding="utf-8")
-    except OSError as exc:
-        raise HarnessError(f"cannot write {written}: {exc.strerror}") from None
-    document["written"] = written
-    document["expect_violation"] = expect
-    if as_json:
-        _emit_json(document)
-    else:
-        original, final = document["original"], document["final"]
-
-        def line(size: dict[str, Any]) -> str:
-            keys = ("operations", "faults", "steps", "decisions", "scenario_steps")
-            parts = [f"{size[k]} {k}" for k in keys if k in size]
-            return ", ".join(parts)
-
-        typer.echo(f"invariant: {document['invariant']}")
-        typer.echo(f"original:  {line(original)}")
-        typer.echo(f"shrunk:    {line(final)}")
-        typer.echo(f"time:      {document['seconds']} s, {document['runs']} candidate runs")
-        if document.get("also_violated"):
-            typer.echo(f"note: the last step also violates {', '.join(document['also_violated'])}")
-        if document.get("verified") is False:
-            typer.echo("warning: the written scenario did not reproduce the violation when run")
-        if expect:
-            typer.echo(
-                f"wrote {written}: expects the violation (inboxsim run {written} passes "
-                "while it is there)"
-            )
-        else:
-            typer.echo(
-                f"wrote {written}: a regression test (inboxsim run {written} fails while the "
-                f"bug is present; add --expect to write it as an expected violation)"
-            )
-    raise typer.Exit(int(ExitCode.TARGET_FAILED))
+    )
 
 
 # --- designs (the design-exploration report) -------------------------------------
@@ -1114,32 +782,21 @@ def designs(
 
     Exits 0 when the report was written (it is informational), 2 on bad usage.
     """
-    from pathlib import Path
+    from inboxsim.commands import designs as command
 
-    from inboxsim.designs import study as ds
-
-    specs = ds.resolve(policies, files or ())
-    if not specs:
-        raise HarnessError("no policies to study")
-    doc, figures = ds.build(
-        specs, seeds, depth, sessions, ops, jobs, progress=lambda line: print(line, file=sys.stderr)
-    )
-    try:
-        paths = ds.write(doc, figures, Path(out))
-    except OSError as exc:
-        raise HarnessError(f"cannot write the report to {out}: {exc.strerror}") from None
-    if as_json:
-        _emit_json(
-            {
-                "files": [str(p) for p in paths],
-                "questions": doc["questions"],
-                "seconds": doc["seconds"],
-            }
+    raise typer.Exit(
+        command.designs(
+            files=files,
+            policies=policies,
+            seeds=seeds,
+            ops=ops,
+            depth=depth,
+            sessions=sessions,
+            jobs=jobs,
+            out=out,
+            as_json=as_json,
         )
-        return
-    for q in doc["questions"]:
-        typer.echo(f"{q['title']}\n  {q['verdict']}")
-    typer.echo(f"written: {', '.join(str(p) for p in paths)} ({doc['seconds']} s)")
+    )
 
 
 # --- init-adapter (the example adapters) ------------------------------------------
@@ -1158,15 +815,9 @@ def init_adapter(
     Writes the example adapter, a README and the protocol guide into FOLDER.
     Exits 2, writing nothing, when one of those files is already there.
     """
-    from inboxsim.examples import write_skeleton
+    from inboxsim.commands import init_adapter as command
 
-    written, command = write_skeleton(lang, folder, __version__)
-    if as_json:
-        _emit_json({"lang": lang, "files": [str(p) for p in written], "command": command})
-        return
-    for path in written:
-        typer.echo(f"wrote {path}")
-    typer.echo(f"check it: inboxsim conformance --adapter {command!r}")
+    raise typer.Exit(command.init_adapter(folder=folder, lang=lang, as_json=as_json))
 
 
 # --- entry point ------------------------------------------------------------

@@ -1,18 +1,16 @@
-"""The I/O edges of ``check``, ``report`` and ``diff``: open stores, run the
-pure cores, write files. ``cli.py`` calls these and prints what they return."""
+"""``inboxsim report``: the store as an HTML report with plots, a Markdown and a
+JSON summary, JUnit XML, and each problem shrunk to a minimal scenario."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
 from ..errors import HarnessError
+from ..procs.interrupt import Interrupted
 from ..reports import counterexamples as cx
-from ..reports.check import check_document, check_store
-from ..reports.diff import diff_stores, rerun_document, rerun_store, store_facts
 from ..reports.html import html_page
 from ..reports.junit import junit_xml
 from ..reports.pages import report_pages
@@ -23,21 +21,26 @@ from ..store.schema import SCHEMA_VERSION
 from ..store.shrink_cache import load_shrunk, write_shrunk
 from ..store.store import Store, open_store
 from ..store.traces import stored_trace
+from .output import echo, emit_json, progress, write_file
 
 
-def _progress(label: str) -> Any:
-    def show(n: int, total: int) -> None:
-        if n == total or n % 500 == 0:
-            print(f"{label}: {n}/{total} runs", file=sys.stderr)
-
-    return show
-
-
-def run_check(db: str, checkers_module: str | None = None) -> dict[str, Any]:
-
-    with open_store(db) as store:
-        judged, skipped = check_store(store.con, checkers_module, _progress("check"))
-    return check_document(judged, skipped, db)
+def report(*, db: str, out: str, shrink: int, shrink_seconds: float, as_json: bool) -> int:
+    try:
+        document, written = run_report(db, out, shrink_seconds, shrink)
+    except Interrupted as stop:  # each shrink is cached as soon as it is made
+        stop.kept = f"every shrunk example it finished is cached in {db}; rerun it to go on"
+        raise
+    if as_json:
+        emit_json(document)
+    else:
+        problems = len(document["problems"])
+        echo(
+            f"{document['runs']} runs, {len(document['failing'])} failing in {problems} "
+            f"problem{'s' if problems != 1 else ''}; wrote:"
+        )
+        for path in written:
+            echo(f"  {path}")
+    return int(document["exit_code"])
 
 
 def run_report(
@@ -77,7 +80,7 @@ def run_report(
                 write_shrunk(writer, __version__, [(key, outcome, example)])
         except HarnessError as exc:
             refused.append(str(exc))
-            print(f"report: the shrunk examples are not cached: {exc}", file=sys.stderr)
+            progress(f"report: the shrunk examples are not cached: {exc}")
 
     found = cx.examples_for(
         doc["problems"],
@@ -85,7 +88,7 @@ def run_report(
         lambda key: stored_policy(key.policy, key.policy_hash, fields),
         cx.DEFAULT_SECONDS if shrink_seconds is None else shrink_seconds,
         cx.DEFAULT_PROBLEMS if shrink_problems is None else shrink_problems,
-        lambda line: print(line, file=sys.stderr),
+        progress,
         keep,
     )
 
@@ -100,28 +103,14 @@ def run_report(
     }
     folder = Path(out)
     written = []
-    try:
-        for name, text in files.items():
+    failure = f"cannot write the report into {out}"
+    outputs: dict[str, str | bytes] = {**files, **figures}
+    for name, content in outputs.items():
+        try:
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
-            (folder / name).write_text(text, encoding="utf-8")
-            written.append(str(folder / name))
-        for name, png in figures.items():
-            (folder / name).write_bytes(png)
-            written.append(str(folder / name))
-    except OSError as exc:
-        raise HarnessError(f"cannot write the report into {out}: {exc.strerror or exc}") from None
+        except OSError as exc:
+            raise HarnessError(f"{failure}: {exc.strerror or exc}") from None
+        write_file(folder / name, content, failure)
+        written.append(str(folder / name))
     doc["files"] = written
     return doc, written
-
-
-def run_diff(base: str, new: str | None) -> dict[str, Any]:
-
-    if new is None:
-        with open_store(base) as store:
-            replayed, changes, skipped = rerun_store(store.con, _progress("rerun"))
-        return rerun_document(base, replayed, changes, skipped)
-    with open_store(base) as a:
-        fa = store_facts(a.con, base)
-    with open_store(new) as b:
-        fb = store_facts(b.con, new)
-    return diff_stores(fa, fb)

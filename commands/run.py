@@ -1,19 +1,23 @@
-"""``inboxsim run``: the command's work, kept out of ``cli.py`` so that the
-command line stays a thin layer (and other commands, such as ``conformance``,
-can run the library the same way).
+"""``inboxsim run``: scenario files against the model (or an adapter), every
+invariant and expectation checked. Its parts (:func:`gather`, :func:`run_all`)
+are what other callers use to run the library the same way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..conformance.check import target_command
 from ..errors import ExitCode, HarnessError
 from ..model import Policy
+from ..procs import scratch
 from ..scenarios.load import (
     LoadedScenario,
     library_paths,
@@ -32,10 +36,41 @@ from ..scenarios.runner import (
 )
 from ..search.group_scenario import has_group, run_group_scenario
 from ..store.scenario_runs import write_scenarios
+from ..store.store import Store
 from ..targets.adapter import AdapterTarget, check_startable, split_command
 from ..targets.protocol import ProtocolError
 from ..targets.target import Target
 from ..trace.record import Trace, TraceHeader
+from .output import echo, emit_json
+
+
+def run(
+    *,
+    files: list[str] | None,
+    library: bool,
+    policy: str | None,
+    adapter: str | None,
+    target: str | None,
+    adapter_timeout: float,
+    db: str | None,
+    as_json: bool,
+) -> int:
+    if target is not None:  # a shipped target: its adapter command line
+        adapter = shlex.join(target_command(adapter, target, None, adapter_timeout)[0])
+    loaded = gather(files or [], library)
+    # The store opens before anything runs: a bad --db fails fast, exit 2.
+    with Store(db) if db is not None else contextlib.nullcontext() as store:
+        with scratch.folder("run") as work:
+            factory = adapter_factory(adapter, adapter_timeout, work) if adapter else None
+            results, checked = run_all(loaded, policy, target_factory=factory)
+        if store is not None:
+            store_results(store, loaded, results, policy)
+    if as_json:
+        emit_json(document(results, checked, policy))
+    else:
+        for line in table(results, checked):
+            echo(line)
+    return exit_code(results)
 
 
 def gather(files: Sequence[str], library: bool) -> list[LoadedScenario]:

@@ -37,7 +37,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
-from pathlib import Path
 from typing import Any
 
 from ..invariants.base import Violation
@@ -888,17 +887,16 @@ def html(doc: dict[str, Any], images: dict[str, bytes]) -> str:
     return "\n".join(p)
 
 
-def write(doc: dict[str, Any], images: dict[str, bytes], out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "designs.html", out / "designs.md", out / "designs.json"]
-    paths[0].write_text(html(doc, images), encoding="utf-8")
-    paths[1].write_text(markdown(doc), encoding="utf-8")
-    paths[2].write_text(
-        json.dumps(doc, indent=2, sort_keys=True, default=list) + "\n", encoding="utf-8"
-    )
-    for name, png in sorted(images.items()):  # designs.md links to them
-        (out / name).write_bytes(png)
-    return paths
+def report_files(doc: dict[str, Any], images: dict[str, bytes]) -> dict[str, str | bytes]:
+    """The report's files by name: designs.html, .md and .json first (the
+    files a caller names), then the figures designs.md links to."""
+    files: dict[str, str | bytes] = {
+        "designs.html": html(doc, images),
+        "designs.md": markdown(doc),
+        "designs.json": json.dumps(doc, indent=2, sort_keys=True, default=list) + "\n",
+    }
+    files.update(sorted(images.items()))
+    return files
 
 
 def resolve(policies: str | None, files: Sequence[str]) -> list[tuple[str, Policy]]:
@@ -924,7 +922,7 @@ __all__ = [
     "figures_of",
     "html",
     "markdown",
+    "report_files",
     "resolve",
-    "write",
     "PRESETS",
 ]

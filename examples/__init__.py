@@ -9,7 +9,8 @@ anywhere and grown into a real adapter. Both pass ``inboxsim conformance``
 (``tests/test_examples.py``) and carry a planted bug behind
 ``INBOXSIM_EXAMPLE_BUG=1``. The guide to the protocol is ``docs/protocol.md``,
 installed with the package (``inboxsim/docs/protocol.md``) so that
-:func:`write_skeleton` can put it beside the copy.
+``inboxsim init-adapter`` can put it beside the copy (:func:`skeleton` says
+what to write; the command writes it).
 """
 
 from __future__ import annotations
@@ -75,18 +76,27 @@ def protocol_guide() -> str:
     return resources.files("inboxsim").joinpath("docs", "protocol.md").read_text("utf-8")
 
 
-def write_skeleton(lang: str, folder: str | Path, version: str) -> tuple[list[Path], str]:
-    """Copy the ``lang`` example into ``folder`` (created if missing) as the
-    adapter, with a README and the protocol guide; returns the files written
-    and the conformance command line for the copy. Refuses, writing nothing,
-    when one of those files is already there."""
+@dataclass(frozen=True)
+class Skeleton:
+    """What ``init-adapter`` writes: each file's text by path (the adapter
+    first), the adapter (made executable: it starts with a #! line), and
+    the conformance command line for the copy."""
+
+    files: dict[Path, str]
+    adapter: Path
+    command: str
+
+
+def skeleton(lang: str, folder: str | Path, version: str) -> Skeleton:
+    """The ``lang`` example as a copy in ``folder``, with a README and the
+    protocol guide."""
     chosen = example(lang)
     target = Path(folder)
+    adapter = target / chosen.name
     files = {
-        target / chosen.name: source_path(lang).read_text("utf-8"),
+        adapter: source_path(lang).read_text("utf-8"),
         target / "protocol.md": protocol_guide(),
     }
-    adapter = target / chosen.name
     files[target / "README.md"] = README.format(
         lang=lang,
         title=chosen.title,
@@ -94,16 +104,4 @@ def write_skeleton(lang: str, folder: str | Path, version: str) -> tuple[list[Pa
         command=f"{chosen.runner} {chosen.name}",
         bug=BUG_ENV,
     )
-    there = [str(p) for p in files if p.exists() or p.is_symlink()]
-    if there:
-        raise HarnessError(f"init-adapter: already there: {', '.join(there)}; nothing written")
-    if target.exists() and not target.is_dir():
-        raise HarnessError(f"init-adapter: {target} is not a folder")
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-        for path, text in files.items():
-            path.write_text(text, encoding="utf-8")
-        adapter.chmod(0o755)  # it starts with a #! line
-    except OSError as exc:
-        raise HarnessError(f"init-adapter: cannot write into {target}: {exc.strerror}") from None
-    return list(files), shlex.join([chosen.runner, str(adapter)])
+    return Skeleton(files, adapter, shlex.join([chosen.runner, str(adapter)]))

@@ -213,23 +213,4 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def write(out: Path, check: bool = False) -> bool:
-    """Write the page to ``out`` (or, with ``check``, compare); True when the
-    file already held exactly this page."""
-    text = render(coverage())
-    try:
-        current = out.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        current = None
-    except OSError as exc:
-        raise HarnessError(f"--out {out}: cannot read it: {exc.strerror}") from None
-    if current == text or check:
-        return current == text
-    try:
-        out.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise HarnessError(f"--out {out}: cannot write it: {exc.strerror}") from None
-    return False
-
-
-__all__ = ["Coverage", "Row", "coverage", "load_index", "render", "write"]
+__all__ = ["Coverage", "Row", "coverage", "load_index", "render"]

@@ -94,7 +94,7 @@ class Repro:
         out = Path(folder)
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{_slug(name)}.toml"
-        path.write_text(self.text, encoding="utf-8")
+        scratch.write_atomic(path, self.text)
         return replace(self, path=str(path))
 
 

@@ -276,10 +276,11 @@ def test_init_adapter_from_an_installed_copy(
     installed: tuple[Path, Path, dict[str, str]], tmp_path: Path
 ) -> None:
     """The examples and the protocol guide are package data of the wheel (what
-    ``init-adapter`` copies; called without the CLI, whose typer this venv lacks)."""
+    ``init-adapter`` copies; called without the CLI, whose typer this venv lacks:
+    the command's module has no typer in it)."""
     python, package, env = installed
     for lang, name in (("python", "adapter.py"), ("node", "adapter.js")):
-        write = f"import inboxsim.examples as e; e.write_skeleton({lang!r}, {lang!r}, '0')"
+        write = f"import inboxsim.commands.init_adapter as c; c.write_skeleton({lang!r}, {lang!r})"
         done = subprocess.run(
             [str(python), "-c", write],
             cwd=tmp_path,

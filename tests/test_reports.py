@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from inboxsim.cli import main
-from inboxsim.commands.report import run_check, run_diff, run_report
+from inboxsim.commands.check import run_check
+from inboxsim.commands.diff import run_diff
+from inboxsim.commands.report import run_report
 from inboxsim.model import PRESETS
 from inboxsim.reports.check import check_store
 from inboxsim.reports.diff import compare_rerun

@@ -71,7 +71,8 @@ def test_check_rejudges_scenario_runs(library_db: tuple[str, dict[str, dict]]) -
     db, _ = library_db
     with open_store(db) as s:
         assert s.con.execute("SELECT count(*) FROM runs WHERE verdict = 'violated'").fetchone()[0]
-    from inboxsim.commands.report import run_check, run_diff
+    from inboxsim.commands.check import run_check
+    from inboxsim.commands.diff import run_diff
 
     doc = run_check(db)
     assert doc["runs"] == 2 * len(library_paths())

@@ -1,0 +1,35 @@
+"""``inboxsim replay``: one seed again, as its trace or a viewer page."""
+
+from __future__ import annotations
+
+from ..reports.pages import result_page, verdict_words
+from ..reports.summary import replay_command
+from ..sim.run import run_seed
+from ..sim.show import result_document, trace_lines
+from .options import sim_inputs
+from .output import echo, emit_json, write_file
+
+
+def replay(
+    *,
+    seed: int,
+    policy: str,
+    ops: int,
+    target: str,
+    only_expected: bool,
+    html: str | None,
+    as_json: bool,
+) -> int:
+    the_policy, options = sim_inputs(policy, ops, target, only_expected)
+    result = run_seed(seed, the_policy, options)
+    if html is not None:
+        page = result_page(result, replay_command(seed, policy, options.to_dict()) or "")
+        write_file(html, page, f"cannot write {html}")
+        violations = [(v.invariant, v.steps, v.message) for v in result.violations]
+        echo(f"seed {seed} ({result.policy}): {verdict_words(violations)}; wrote {html}")
+    elif as_json:
+        emit_json(result_document(result))
+    else:
+        for line in trace_lines(result):
+            echo(line)
+    return 1 if result.violations else 0
