@@ -1,17 +1,56 @@
 """Sweep throughput: seeds/s and ops/s of the default mix, every invariant on,
-traces written to DuckDB, at 1 and 2 jobs; then where the time goes.
+traces written to DuckDB, at 1 and 2 jobs; side by side with a previous
+release; checked operations per second against a Hypothesis state machine;
+then where the time goes.
 
-The goal (issue 4): 10,000 seeds of ~100 ops in under a minute on a 2-core
-machine. Each measurement is a whole ``sweep`` as the command runs it: pool
-start-up, the runs, the checkers, encoding, and the parent's database writes,
-into a fresh database each time.
+Goals: 10,000 seeds of ~100 ops in under a minute on a 2-core machine (issue
+4), then under 30 s at 2 jobs (issue 21: 46.6 s before). Each measurement is
+a whole ``sweep`` as the command runs it: pool start-up, the runs, the
+checkers, encoding, and the parent's database writes, into a fresh database
+each time. On a shared machine the wall time says little; the CPU time of
+the process tree (the parent's, plus the workers' time running batches) is
+what the work cost, and every line states the load it ran under.
 
     python benchmarks/bench_sweep.py [--seeds 10000] [--ops 100] [--jobs 1,2]
+        [--base REF [--base-keep DIR]] [--checked-seeds 200 --hypothesis-examples 150]
         [--profile-seeds 300] [--checkers MODULE]
+
+``--base REF``: each sweep also runs in the release REF names, installed in
+its own virtual environment (``benchmarks/baseline.py``), one after the other
+in one run, and the ratios are printed with the absolute figures; both sides
+must give the same trace hashes (the same version string hashes alike).
+
+Checked operations per second (``--checked-seeds N``, 0 to skip): one
+process each, every step judged by the same model and monitor: the sweep's
+batch of N seeds in process (traces encoded, hashed and written to DuckDB),
+and Hypothesis driving ``InboxMachine`` (``search/stateful.py``: 100 rule
+steps an example, derandomized, no database) for ``--hypothesis-examples``
+examples. An operation is a step the monitor judged (hello, restarts and the
+liveness phase included, on both sides). With ``--base`` the release is
+measured too.
 
 The profile runs a sample of seeds in process (as one job does, the store
 write included) under cProfile, and prints the hottest functions and the
-time per area (model, simulator, checkers, encoding, store).
+time per area (model, simulator, checkers, encoding, store). cProfile's
+per-call cost weighs functions called often; a sampling profiler (``py-spy
+record -f raw -- python -c ...``) gives the flatter, truer picture below.
+
+Profile before issue 21's sweep work (py-spy, 200 Hz, 500 seeds x 100 ops in
+one process, store write included; 15,188 samples; by the innermost package
+frame): checkers 33.0 %, model 21.2 % (+3.6 % the target's observe),
+simulator 15.8 % (+2.6 % probes and view), JSON (the model's canonical JSON,
+event data parsing) 8.6 %, encoding of steps and the hash 7.2 %, store 8.0 %
+(mostly pyarrow's first import and a fresh database). Hottest own time:
+dataclass ``__init__`` of the per-step frozen values 7.8 %, Monitor.feed 4.5 %
+(its hook calls), JSONEncoder.iterencode 3.6 %, the step encoder 3.0 %,
+model ``_request`` 2.0 %, Workload.next 1.9 %, State.open_calls 1.5 %,
+JSONDecoder.decode 1.4 % (event data parsed again by each checker),
+BarrierEventChecker.end 1.4 %, BoundaryContentChecker 1.3 %, Env.hit 0.9 %,
+the monitor's hook tables 0.9 %. Under cProfile (500 seeds, CPU timer) the
+top own times were Monitor.feed, isinstance, dict.get, list.append, the
+model's ``_normalize``, Workload.next, Env.hit (365,248 calls), apply's
+``_request`` and ``canonical_json`` (34,224 calls for 300 seeds, most from
+the retry checker re-encoding both receipts key by key).
 """
 
 from __future__ import annotations
@@ -20,10 +59,12 @@ import argparse
 import cProfile
 import os
 import pstats
+import sys
 import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import inboxsim
 from inboxsim.model import PRESETS
@@ -31,13 +72,18 @@ from inboxsim.sim.run import RunOptions
 from inboxsim.sim.sweep import BatchTask, SweepPlan, run_batch, sweep
 from inboxsim.store.store import Store
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import baseline  # noqa: E402  (benchmarks/ is scripts, not a package)
+
 PACKAGE = str(Path(inboxsim.__file__).parent) + "/"  # the repository root is the package
 AREAS = (  # first match wins: package folders by relative path, then libraries
     ("model/", "model"),
     ("invariants/", "checkers"),
-    ("sim/encode", "encoding"),
+    ("trace/encode", "encoding"),
+    ("trace/", "simulator"),
+    ("targets/", "model"),
     ("sim/", "simulator"),
-    ("reports/", "store"),
+    ("store/", "store"),
 )
 LIBRARIES = (
     ("json", "encoding"),
@@ -113,6 +159,155 @@ def profile(seeds: int, ops: int, policy: str, checkers: str | None, folder: Pat
     stats.sort_stats("tottime").print_stats(20)
 
 
+# The measuring scripts both sides run (each under its own interpreter), through
+# the API both releases share (0.2.0 kept the store in reports/ and the
+# Hypothesis machine in sim/); the last line of output is JSON.
+SWEEP_SCRIPT = """
+import hashlib, json, os, sys, tempfile, time
+from pathlib import Path
+from inboxsim.model import PRESETS
+from inboxsim.sim.run import RunOptions
+from inboxsim.sim.sweep import SweepPlan, sweep
+try:
+    from inboxsim.store.store import Store
+except ImportError:
+    from inboxsim.reports.store import Store
+
+a = json.loads(sys.argv[1])
+plan = SweepPlan(a["policy"], PRESETS[a["policy"]], RunOptions(ops=a["ops"]), 0, a["seeds"],
+                 a["jobs"])
+with tempfile.TemporaryDirectory() as tmp:
+    before, started = os.times(), time.perf_counter()
+    with Store(Path(tmp) / "bench.duckdb") as store:
+        report = sweep(plan, store)
+    wall = time.perf_counter() - started
+    after = os.times()
+parent = after.user + after.system - before.user - before.system
+workers = report.run_cpu if a["jobs"] > 1 else 0.0
+digest = hashlib.sha256("".join(h for _, h in sorted(report.hashes.items())).encode())
+print(json.dumps({"runs": report.runs, "ops": report.ops, "wall": wall, "parent": parent,
+                  "workers": workers, "failing": len(report.failing),
+                  "hashes": digest.hexdigest()[:16]}))
+"""
+
+CHECKED_SCRIPT = """
+import contextlib, io, json, os, sys, tempfile, time
+from pathlib import Path
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
+from inboxsim.model import PRESETS
+from inboxsim.sim.run import RunOptions
+from inboxsim.sim.sweep import BatchTask, run_batch
+try:
+    from inboxsim.store.store import Store
+except ImportError:
+    from inboxsim.reports.store import Store
+try:
+    from inboxsim.search.stateful import InboxMachine
+except ImportError:
+    from inboxsim.sim.stateful import InboxMachine
+
+a = json.loads(sys.argv[1])
+policy = PRESETS[a["policy"]]
+options = RunOptions(ops=a["ops"])
+run_batch(BatchTask((10_000_000,), 0, 0, policy, options, True, None))  # warm up, imports
+with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "checked.duckdb") as store:
+    cpu = time.process_time()
+    outcome = run_batch(BatchTask(tuple(range(a["seeds"])), 0, 0, policy, options, True, None))
+    store.write(outcome.tables)
+    sweep_cpu = time.process_time() - cpu
+sweep_ops = sum(s.ops for s in outcome.summaries)
+
+judged = [0, 0]  # steps, examples
+
+class Counted(InboxMachine):
+    POLICY = a["policy"]
+
+    def teardown(self):
+        judged[0] += len(self.steps)
+        judged[1] += 1
+        super().teardown()
+
+config = settings(max_examples=a["examples"], stateful_step_count=a["ops"], deadline=None,
+                  database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+failed = ""
+cpu = time.process_time()
+try:
+    with contextlib.redirect_stdout(io.StringIO()):
+        run_state_machine_as_test(Counted, settings=config)
+except Exception as exc:
+    failed = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]
+hypothesis_cpu = time.process_time() - cpu
+print(json.dumps({"sweep_ops": sweep_ops, "sweep_cpu": sweep_cpu, "seeds": a["seeds"],
+                  "hypothesis_ops": judged[0], "hypothesis_examples": judged[1],
+                  "hypothesis_cpu": hypothesis_cpu, "failed": failed}))
+"""
+
+
+def side_by_side(args: argparse.Namespace, jobs: list[int]) -> None:
+    """This checkout and the release ``--base`` names: the same sweeps (and
+    the checked-operations comparison) on each side, then the ratios."""
+    print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} before", flush=True)
+    with baseline.sides(args) as sides:
+        for j in jobs:
+            bound = {"policy": args.policy, "seeds": args.seeds, "ops": args.ops, "jobs": j}
+            measured = []
+            for side in sides:
+                print(f"{side.label}: sweep at {j} job(s) ...", file=sys.stderr, flush=True)
+                m = side.run(SWEEP_SCRIPT, bound)
+                measured.append(m)
+                r = m.result
+                cpu = r["parent"] + r["workers"]
+                print(
+                    f"{side.label:<28} inboxsim {side.version:<6} jobs {j}: {r['runs']:,} seeds, "
+                    f"{r['ops']:,} ops, wall {r['wall']:6.1f} s ({r['runs'] / r['wall']:,.0f} "
+                    f"seeds/s), CPU {cpu:6.1f} s ({r['parent']:.1f} parent + "
+                    f"{r['workers']:.1f} workers; {1000 * cpu / max(r['runs'], 1):.2f} ms per "
+                    f"seed), {r['failing']} failing, hashes {r['hashes']}, {m.load_text()}",
+                    flush=True,
+                )
+            if len(measured) == 2:
+                _ratios(j, measured[0], measured[1])
+        if args.checked_seeds:
+            for side in sides:
+                checked(side, args)
+
+
+def _ratios(jobs: int, new: baseline.Measured, old: baseline.Measured) -> None:
+    n, o = new.result, old.result
+    same = "the same trace hashes" if n["hashes"] == o["hashes"] else "DIFFERENT trace hashes"
+    print(
+        f"  jobs {jobs}: wall {baseline.ratio(n['wall'], o['wall'])}, CPU "
+        f"{baseline.ratio(n['parent'] + n['workers'], o['parent'] + o['workers'])}; {same}",
+        flush=True,
+    )
+
+
+def checked(side: baseline.Side, args: argparse.Namespace) -> dict[str, Any]:
+    """Checked operations per CPU second, sweep vs Hypothesis, in ``side``."""
+    bound = {
+        "policy": args.policy,
+        "ops": args.ops,
+        "seeds": args.checked_seeds,
+        "examples": args.hypothesis_examples,
+    }
+    print(f"{side.label}: checked operations ...", file=sys.stderr, flush=True)
+    m = side.run(CHECKED_SCRIPT, bound)
+    r = m.result
+    sweep_rate = r["sweep_ops"] / r["sweep_cpu"]
+    hypothesis_rate = r["hypothesis_ops"] / max(r["hypothesis_cpu"], 1e-9)
+    print(
+        f"{side.label:<28} checked ops per CPU second: sweep {sweep_rate:,.0f} "
+        f"({r['sweep_ops']:,} ops of {r['seeds']} seeds, stored, in {r['sweep_cpu']:.1f} s) vs "
+        f"Hypothesis {hypothesis_rate:,.0f} ({r['hypothesis_ops']:,} ops of "
+        f"{r['hypothesis_examples']} examples in {r['hypothesis_cpu']:.1f} s): "
+        f"{sweep_rate / max(hypothesis_rate, 1e-9):.2f}x, {m.load_text()}"
+        + (f"; Hypothesis failed: {r['failed']}" if r["failed"] else ""),
+        flush=True,
+    )
+    return r
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -125,11 +320,30 @@ def main() -> None:
     parser.add_argument(
         "--checkers", default=None, help="checkers' module (default inboxsim.invariants)"
     )
+    parser.add_argument(
+        "--checked-seeds",
+        type=int,
+        default=200,
+        help="seeds of the sweep side of checked ops/s vs Hypothesis (0: skip)",
+    )
+    parser.add_argument(
+        "--hypothesis-examples",
+        type=int,
+        default=150,
+        help="examples of the Hypothesis side (100 rule steps each)",
+    )
+    baseline.add_arguments(parser)
     args = parser.parse_args()
+    jobs = [int(j) for j in args.jobs.split(",") if j]
+    if args.base:
+        side_by_side(args, jobs)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        for jobs in (int(j) for j in args.jobs.split(",")):
-            measure(args.seeds, args.ops, jobs, args.policy, args.checkers, folder)
+        for j in jobs:
+            measure(args.seeds, args.ops, j, args.policy, args.checkers, folder)
+        if args.checked_seeds:
+            checked(baseline.current(), args)
         if args.profile_seeds:
             profile(args.profile_seeds, args.ops, args.policy, args.checkers, folder)
 

@@ -9,7 +9,7 @@ from ..model.ops import Compact, Prompt, Synthetic
 from ..model.values import Event, canonical_json
 from . import words
 from .base import Checker
-from .tracker import EXEC_TYPES, SessionShadow, StepCtx, request_kind
+from .tracker import EXEC_TYPES, SessionShadow, StepCtx, request_kind, same_json
 
 FRESH = "admission-fresh-id"
 PROJECTS = "admission-projects-row"
@@ -182,9 +182,12 @@ class ReceiptChecker(Checker):
             if op.input is not None and x != op.input:
                 wrong.append(f"input {x!r} instead of the requested {op.input!r}")
             if x in ctx.admitted:
-                want_data = canonical_json(op.payload())
-                if canonical_json(res.get("data")) != want_data:
-                    wrong.append(f"data {canonical_json(res.get('data'))} instead of {want_data}")
+                payload = op.payload()
+                if not same_json(res.get("data"), payload):
+                    wrong.append(
+                        f"data {canonical_json(res.get('data'))} instead of "
+                        f"{canonical_json(payload)}"
+                    )
                 want = op.delivery or "steer"
                 if res.get("delivery") != want:
                     wrong.append(

@@ -12,6 +12,7 @@ implementation through an adapter.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -63,16 +64,35 @@ class When:
 
 class Env:
     """What a checker reports through: the enabled ids, the violations of the
-    current step, and the set of exercised invariants."""
+    current step, and the set of exercised invariants.
 
-    __slots__ = ("policy", "tracker", "enabled", "found", "exercised")
+    ``hit`` runs hundreds of times per run: when every id a checker can hit
+    (``every``) is enabled, it is the exercised set's own ``add``, with no
+    Python frame of its own; otherwise it filters by the enabled ids."""
 
-    def __init__(self, policy: Policy, tracker: Tracker, enabled: frozenset[str]) -> None:
+    __slots__ = ("policy", "tracker", "enabled", "found", "exercised", "hit", "_every")
+
+    def __init__(
+        self,
+        policy: Policy,
+        tracker: Tracker,
+        enabled: frozenset[str],
+        every: frozenset[str] | None = None,
+    ) -> None:
         self.policy = policy
         self.tracker = tracker
         self.enabled = enabled
         self.found: list[Violation] = []
-        self.exercised: set[str] = set()
+        self._every = every
+        self._exercise(set())
+
+    def _exercise(self, exercised: set[str]) -> None:
+        self.exercised = exercised
+        self.hit: Callable[[str], None] = (
+            exercised.add
+            if self._every is not None and self._every <= self.enabled
+            else self._hit_enabled
+        )
 
     def fail(
         self, invariant: str, steps: tuple[int, ...] | list[int] | set[int], message: str
@@ -81,15 +101,25 @@ class Env:
             ordered = tuple(sorted({s for s in steps if s is not None and s >= 0}))
             self.found.append(Violation(invariant, ordered, message))
 
-    def hit(self, invariant: str) -> None:
+    def __getstate__(self) -> dict[str, Any]:
+        """Copied and pickled without ``hit``, which is rebound to the copy's set."""
+        return {name: getattr(self, name) for name in self.__slots__ if name != "hit"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            if name != "exercised":
+                setattr(self, name, value)
+        self._exercise(state["exercised"])
+
+    def _hit_enabled(self, invariant: str) -> None:
         """Record that ``invariant`` reached a point where it could have failed."""
         if invariant in self.enabled:
             self.exercised.add(invariant)
 
     def clone(self, tracker: Tracker) -> Env:
         """A copy over ``tracker`` (the copy's), between steps (nothing found)."""
-        env = Env(self.policy, tracker, self.enabled)
-        env.exercised = self.exercised.copy()
+        env = Env(self.policy, tracker, self.enabled, self._every)
+        env._exercise(self.exercised.copy())
         return env
 
 

@@ -89,6 +89,8 @@ EventHook = Callable[[StepCtx, Event, SessionShadow], None]
 
 
 _PLANS: dict[tuple[tuple[type[Checker], ...], str, Any], tuple[int, ...]] = {}
+_EVERY = frozenset(i for cls in CHECKERS for i in cls.ids)
+"""Every id a checker can hit."""
 
 
 def _plan(kinds: tuple[type[Checker], ...], name: str, kind: Any) -> tuple[int, ...]:
@@ -137,7 +139,7 @@ class Monitor:
         self.policy = policy
         self.enabled = enabled
         self.tracker = Tracker(policy, dict(hello))
-        self._env = Env(policy, self.tracker, enabled)
+        self._env = Env(policy, self.tracker, enabled, _EVERY)
         self.exercised: set[str] = self._env.exercised
         """Ids of the invariants that reached a step where they could have failed."""
         self.checkers = [cls(self._env) for cls in CHECKERS if enabled.intersection(cls.ids)]
@@ -185,24 +187,13 @@ class Monitor:
         clone._finished = None
         return clone
 
-    def _hooks(
-        self, table: dict[type | None, list[Hook]], name: str, op_type: type | None
-    ) -> list[Hook]:
-        hooks = table.get(op_type)
-        if hooks is None:
-            checkers = self.checkers
-            hooks = table[op_type] = [
-                getattr(checkers[i], name) for i in _plan(self._kinds, name, op_type)
-            ]
-        return hooks
-
-    def _event_hooks(self, kind: str) -> list[EventHook]:
-        hooks = self._events.get(kind)
-        if hooks is None:
-            checkers = self.checkers
-            hooks = self._events[kind] = [
-                checkers[i].event for i in _plan(self._kinds, "event", kind)
-            ]
+    def _hooks(self, table: dict[Any, list[Any]], name: str, kind: type | str | None) -> list[Any]:
+        """The hooks ``name`` of the checkers that care about ``kind`` (a
+        request type, or an event type for ``event``), bound once per
+        monitor and kind."""
+        plan = _plan(self._kinds, name, kind)
+        checkers = self.checkers
+        hooks = table[kind] = [getattr(checkers[i], name) for i in plan]
         return hooks
 
     def feed(self, step: Step) -> list[Violation]:
@@ -212,16 +203,28 @@ class Monitor:
         tracker = self.tracker
         op_type = type(step.request) if step.request is not None else None
         ctx = tracker.begin(step)
-        for hook in self._hooks(self._begin, "begin", op_type):
+        begin: list[Hook] | None = self._begin.get(op_type)
+        if begin is None:
+            begin = self._hooks(self._begin, "begin", op_type)
+        for hook in begin:
             hook(ctx)
-        sessions = tracker.sessions
-        for ev in step.observed.events:
-            sh = sessions.get(ev.session) or tracker.session(ev.session, ctx.index)
-            for event_hook in self._event_hooks(ev.type):
-                event_hook(ctx, ev, sh)
-            tracker.apply(ctx, ev)
+        events = step.observed.events
+        if events:
+            sessions = tracker.sessions
+            table = self._events
+            for ev in events:
+                sh = sessions.get(ev.session) or tracker.session(ev.session, ctx.index)
+                hooks: list[EventHook] | None = table.get(ev.type)
+                if hooks is None:
+                    hooks = self._hooks(table, "event", ev.type)
+                for event_hook in hooks:
+                    event_hook(ctx, ev, sh)
+                tracker.apply(ctx, ev)
         tracker.observe(ctx)
-        for hook in self._hooks(self._end, "end", op_type):
+        end: list[Hook] | None = self._end.get(op_type)
+        if end is None:
+            end = self._hooks(self._end, "end", op_type)
+        for hook in end:
             hook(ctx)
         tracker.settle(ctx)
         found = self._env.found

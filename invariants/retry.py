@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..model.ops import Compact, Fork, Prompt, Synthetic
-from ..model.values import Event, canonical_json
+from ..model.values import Event
 from . import words
 from .base import Checker
-from .tracker import CONFLICT, Life, Owner, SessionShadow, StepCtx, request_kind
+from .tracker import CONFLICT, Life, Owner, SessionShadow, StepCtx, request_kind, same_json
 
 SILENT = "retry-silent"
 SAME = "retry-same-receipt"
@@ -219,7 +219,7 @@ class ReuseChecker(Checker):
         diffs = [
             f"{k} {got.get(k)!r} instead of {want.get(k)!r}"
             for k in keys
-            if canonical_json(got.get(k)) != canonical_json(want.get(k))
+            if not same_json(got.get(k), want.get(k))
         ]
         if diffs:
             self.env.fail(

@@ -27,6 +27,7 @@ their native payloads and may omit them.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -275,17 +276,57 @@ class StepCtx:
         return None
 
 
-def parse(data: str | dict[str, Any] | None) -> dict[str, Any]:
-    """An event's data as a dict, whatever form the target gave it."""
+_PARSED: dict[str, Mapping[str, Any]] = {}
+_PARSED_MOST = 4096
+
+
+def parse(data: str | dict[str, Any] | None) -> Mapping[str, Any]:
+    """An event's data as a dict, whatever form the target gave it. Read
+    only: a text's dict is parsed once and shared (event data repeats: the
+    same few admission and step payloads, read by several checkers)."""
     if not data:
         return {}
     if isinstance(data, dict):
         return data
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+    found = _PARSED.get(data)
+    if found is None:
+        try:
+            value = json.loads(data)
+        except ValueError:
+            value = None
+        found = value if isinstance(value, dict) else {}
+        if len(_PARSED) >= _PARSED_MOST:
+            _PARSED.clear()  # a bound on memory; what a text parses to never changes
+        _PARSED[data] = found
+    return found
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """``canonical_json(a) == canonical_json(b)``, without encoding either
+    when they are the same plain structure (what a retry's receipt and its
+    original almost always are)."""
+    return _same_plain(a, b) or canonical_json(a) == canonical_json(b)
+
+
+def _same_plain(a: Any, b: Any) -> bool:
+    """True only if ``a`` and ``b`` surely have the same canonical text: the
+    same types all the way down, string keys, equal strings, ints, bools and
+    nulls. False says nothing (floats, other keys: ask the canonical text)."""
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is str or kind is int or kind is bool or a is None:
+        return bool(a == b)
+    if kind is dict:
+        if len(a) != len(b):
+            return False
+        for k, v in a.items():
+            if type(k) is not str or k not in b or not _same_plain(v, b[k]):
+                return False
+        return True
+    if kind is list:
+        return len(a) == len(b) and all(_same_plain(x, y) for x, y in zip(a, b, strict=True))
+    return False
 
 
 def request_kind(op: Op | None) -> str | None:
@@ -807,4 +848,5 @@ __all__ = [
     "Tracker",
     "parse",
     "request_kind",
+    "same_json",
 ]
