@@ -134,16 +134,29 @@ SchedulerOption = Annotated[
 TargetOption = Annotated[
     str, typer.Option("--target", help="What to run against: `model` (the reference model).")
 ]
+ConcurrencyOption = Annotated[
+    int,
+    typer.Option(
+        "--concurrency",
+        help="Most requests in a concurrent group: with N > 1 each seed also sends swarm-chosen "
+        "groups aimed at the races, interleaved by a schedule drawn from the seed. 1: every "
+        "request alone.",
+        min=1,
+    ),
+]
 
 
-def _sim_inputs(policy: str, ops: int, target: str, only_expected: bool) -> tuple[Any, Any]:
+def _sim_inputs(
+    policy: str, ops: int, target: str, only_expected: bool, concurrency: int = 1
+) -> tuple[Any, Any]:
     """Check the options every seeded command shares; the policy and run options."""
     from inboxsim.model import load_policy
     from inboxsim.sim.run import RunOptions
 
     if target != "model":
         raise HarnessError(f"--target {target!r} is not available yet: only 'model' is")
-    return load_policy(policy), RunOptions(ops=ops, only_expected=only_expected)
+    options = RunOptions(ops=ops, only_expected=only_expected, concurrency=concurrency)
+    return load_policy(policy), options
 
 
 @app.command()
@@ -164,6 +177,7 @@ def sweep(
     ] = None,
     target: TargetOption = "model",
     only_expected: OnlyExpectedOption = False,
+    concurrency: ConcurrencyOption = 1,
     executor: ExecutorOption = "local",
     scheduler: SchedulerOption = None,
     resume: Annotated[
@@ -191,7 +205,7 @@ def sweep(
     from inboxsim.sim.sweep import sweep as run_sweep
     from inboxsim.store.store import Store
 
-    the_policy, options = _sim_inputs(policy, ops, target, only_expected)
+    the_policy, options = _sim_inputs(policy, ops, target, only_expected, concurrency)
     check_executor(executor, scheduler)
     plan = SweepPlan(
         policy,
@@ -230,6 +244,7 @@ def replay(
     ops: OpsOption = 100,
     target: TargetOption = "model",
     only_expected: OnlyExpectedOption = False,
+    concurrency: ConcurrencyOption = 1,
     html: Annotated[
         str | None,
         typer.Option(
@@ -250,7 +265,7 @@ def replay(
     from inboxsim.sim.run import run_seed
     from inboxsim.sim.show import result_document, trace_lines
 
-    the_policy, options = _sim_inputs(policy, ops, target, only_expected)
+    the_policy, options = _sim_inputs(policy, ops, target, only_expected, concurrency)
     result = run_seed(seed, the_policy, options)
     if html is not None:
         from inboxsim.reports.pages import result_page, verdict_words

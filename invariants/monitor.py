@@ -45,7 +45,7 @@ from .history import ForkChecker, RevertChecker
 from .liveness import LivenessChecker
 from .promotion import AtomicChecker, BoundaryChecker, PromotionEventChecker
 from .registry import REGISTRY, expected
-from .retry import ErrorChecker, ReuseChecker
+from .retry import ConcurrentRetryChecker, ErrorChecker, ReuseChecker
 from .sequence import SequenceChecker
 from .tracker import SessionShadow, StepCtx, Tracker
 from .transcript import ContextChecker, NotHistoryChecker, TranscriptViewChecker
@@ -58,6 +58,7 @@ CHECKERS: tuple[type[Checker], ...] = (
     OmittedIdChecker,
     BeforeWakeChecker,
     ReuseChecker,
+    ConcurrentRetryChecker,
     ErrorChecker,
     PromotionEventChecker,
     AtomicChecker,
@@ -88,10 +89,10 @@ Hook = Callable[[StepCtx], None]
 EventHook = Callable[[StepCtx, Event, SessionShadow], None]
 
 
-_PLANS: dict[tuple[tuple[type, ...], str, Any], tuple[int, ...]] = {}
+_PLANS: dict[tuple[tuple[type[Checker], ...], str, Any], tuple[int, ...]] = {}
 
 
-def _plan(kinds: tuple[type, ...], name: str, kind: Any) -> tuple[int, ...]:
+def _plan(kinds: tuple[type[Checker], ...], name: str, kind: Any) -> tuple[int, ...]:
     """Which checkers (by position) a hook table calls for one request type
     (``begin``, ``end``) or event type (``event``): those whose class
     defines the hook and cares about that type. The same for every monitor
@@ -101,8 +102,11 @@ def _plan(kinds: tuple[type, ...], name: str, kind: Any) -> tuple[int, ...]:
     if plan is None:
         chosen = []
         for i, cls in enumerate(kinds):
-            if getattr(cls, name) is getattr(Checker, name):
+            if name != "end_async" and getattr(cls, name) is getattr(Checker, name):
                 continue  # the base's no-op: never called
+            if name == "end_async":
+                if cls.quiescent or cls.end is Checker.end:
+                    continue
             cares = cls.events if name == "event" else cls.ops
             if cares is None or (kind is not None and kind in cares):
                 chosen.append(i)
@@ -144,6 +148,7 @@ class Monitor:
         self._kinds = tuple(type(c) for c in self.checkers)
         self._begin: dict[type | None, list[Hook]] = {}
         self._end: dict[type | None, list[Hook]] = {}
+        self._end_async: dict[type | None, list[Hook]] = {}  # a busy group member's
         self._events: dict[str, list[EventHook]] = {}
         self._finished: list[Violation] | None = None
 
@@ -154,7 +159,7 @@ class Monitor:
         clone = Monitor.__new__(Monitor)
         memo[id(self)] = clone
         for name, value in self.__dict__.items():
-            if name in ("_begin", "_end", "_events"):
+            if name in ("_begin", "_end", "_end_async", "_events"):
                 setattr(clone, name, {})
             else:
                 setattr(clone, name, copy.deepcopy(value, memo))
@@ -164,6 +169,7 @@ class Monitor:
         """Pickled without the dispatch tables (caches of bound methods)."""
         state = self.__dict__.copy()
         state["_begin"], state["_end"], state["_events"] = {}, {}, {}
+        state["_end_async"] = {}
         return state
 
     def clone(self) -> Monitor:
@@ -182,6 +188,7 @@ class Monitor:
         clone.checkers = [c.clone(env) for c in self.checkers]
         clone._kinds = self._kinds
         clone._begin, clone._end, clone._events = {}, {}, {}
+        clone._end_async = {}
         clone._finished = None
         return clone
 
@@ -192,7 +199,8 @@ class Monitor:
         if hooks is None:
             checkers = self.checkers
             hooks = table[op_type] = [
-                getattr(checkers[i], name) for i in _plan(self._kinds, name, op_type)
+                getattr(checkers[i], "end" if name == "end_async" else name)
+                for i in _plan(self._kinds, name, op_type)
             ]
         return hooks
 
@@ -221,7 +229,11 @@ class Monitor:
                 event_hook(ctx, ev, sh)
             tracker.apply(ctx, ev)
         tracker.observe(ctx)
-        for hook in self._hooks(self._end, "end", op_type):
+        if ctx.runner_busy or ctx.busy_before:
+            ends = self._hooks(self._end_async, "end_async", op_type)
+        else:
+            ends = self._hooks(self._end, "end", op_type)
+        for hook in ends:
             hook(ctx)
         tracker.settle(ctx)
         found = self._env.found

@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..model import Err, Event, Op, State, advance, enabled, request
+from ..model import Err, Event, Ok, Op, Reply, RunnerStep, State, advance, enabled, request
+from ..trace.record import Observed
 
 PAUSE_POINTS = ("request", "runner")  # what the model adapter declares in hello
 
@@ -36,11 +37,39 @@ class GroupReply(NamedTuple):
     pauses: list[dict[str, Any]]
 
 
+class Member(NamedTuple):
+    """One request of a group as a trace records it, along the order the
+    group took effect: its ``position`` in the group, its reply, and what changed
+    from just before it to just before the next request of that order (the
+    runner's transitions in between included; after the last, to quiescence)."""
+
+    position: int
+    reply: Reply
+    observed: Observed
+    busy: bool = False  # the runner still had work when the next request came
+
+
+def member_reply(outcome: dict[str, Any]) -> Reply:
+    """A wire ``MemberOutcome`` with a reply, as a :data:`Reply`."""
+    if outcome["ok"]:
+        return Ok(outcome["result"])
+    return Err(outcome["error"]["code"], outcome["error"]["message"])
+
+
+class Move(NamedTuple):
+    """One decision of a served group: request ``request``'s own effect, or
+    the runner transition ``step``."""
+
+    request: int | None
+    step: RunnerStep | None = None
+
+
 class Served(NamedTuple):
     state: State
     outcomes: list[dict[str, Any]]
     pauses: list[dict[str, Any]]
     events: tuple[Event, ...]
+    moves: tuple[Move, ...] = ()
 
 
 def serve_group(
@@ -54,6 +83,7 @@ def serve_group(
     outcomes: list[dict[str, Any] | None] = [None] * len(ops)
     pauses: list[dict[str, Any]] = []
     events: list[Event] = []
+    moves: list[Move] = []
     k = 0
     while True:
         steps = enabled(state)
@@ -75,10 +105,14 @@ def serve_group(
                 wire.update(ok=True, result=reply.result)  # type: ignore[union-attr]
             outcomes[i] = wire
             pauses.append({"request": i, "point": "request"})
+            moves.append(Move(i))
         else:
             step = steps[pick - len(waiting)]
             after = advance(state, step, now)
             state = after.state
             events.extend(after.events)
             pauses.append({"point": f"runner {step.session}: {step.at}"})
-    return Served(state, [o for o in outcomes if o is not None], pauses, tuple(events))
+            moves.append(Move(None, step))
+    return Served(
+        state, [o for o in outcomes if o is not None], pauses, tuple(events), tuple(moves)
+    )
