@@ -709,6 +709,7 @@ def conformance_command(
     shrink_seconds: Annotated[
         float, seconds("--shrink-seconds", "Time budget of each shrink.")
     ] = 60.0,
+    concurrency: ConcurrencyOption = 1,
     as_json: JsonFlag = False,
 ) -> None:
     """Lockstep against the model: the scenario library, then a seeded sweep.
@@ -742,6 +743,7 @@ def conformance_command(
         jobs=jobs,
         repro_dir=repro_dir,
         shrink_seconds=shrink_seconds,
+        concurrency=concurrency,
     )
     batch = store_results(db, result) if db is not None else None
     if as_json:

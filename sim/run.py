@@ -279,7 +279,7 @@ def _group(
     (``group_steps``); True when the checkers found a violation (stop)."""
     ops = [a.op for a in actions if a.op is not None]
     schedule = [ch.below(SCHEDULE_SPAN) for _ in range(SCHEDULE_DRAWS * len(ops))]
-    members, _ = target.group_steps(ops, schedule)
+    members, _, failure = target.group_steps(ops, schedule)
     first = len(rec.steps)
     for m in members:
         action = actions[m.position]
@@ -288,6 +288,8 @@ def _group(
             return True
         outcome = "ok" if isinstance(m.reply, Ok) else "err"
         workload.learn(m.position % workload.swarm.clients, action, outcome)
+    if failure is not None:
+        raise failure  # no legal order, and no checker named what broke
     return False
 
 

@@ -240,11 +240,15 @@ class Workload:
             return Action("compact", Compact(now, session=session, input=None))
         if race == "interrupt.answer" and k == 0:
             return Action("interrupt", Interrupt(now, session=session))
-        if race == "prompt.notice" and "synthetic" in self.features and ch.chance(0.5):
-            notice = Synthetic(
-                now, session=session, input=self._input_id(), text="done", delivery="steer"
-            )
-            return Action("synthetic.background", notice)
+        if race == "prompt.notice":
+            # Notices and prompts from different sources, most without an ID
+            # of their own: the target numbers them, in one admission order.
+            ident = None if ch.chance(0.5) else self._input_id()
+            if "synthetic" in self.features and ch.chance(0.5):
+                notice = Synthetic(now, session=session, input=ident, text="done", delivery="steer")
+                return Action("synthetic.background", notice)
+            prompt = Prompt(now, session=session, input=ident, text=ch.pick(TEXTS))
+            return Action("prompt", prompt)
         prompt = Prompt(
             now,
             session=session,

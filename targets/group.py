@@ -49,6 +49,17 @@ class Member(NamedTuple):
     busy: bool = False  # the runner still had work when the next request came
 
 
+class GroupSteps(NamedTuple):
+    """A group as a run records it: its members along the order found, the
+    pause points passed, and the target's failure when no legal order was
+    found (the members then follow the group's own order; the run records
+    them, lets the checkers name what they can, then raises it)."""
+
+    members: list[Member]
+    pauses: list[dict[str, Any]]
+    failure: Exception | None = None
+
+
 def member_reply(outcome: dict[str, Any]) -> Reply:
     """A wire ``MemberOutcome`` with a reply, as a :data:`Reply`."""
     if outcome["ok"]:

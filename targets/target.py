@@ -27,7 +27,7 @@ from ..model import (
 )
 from ..model.store import SessionLog
 from ..trace.record import MessageView, Observed, PendingView
-from .group import GroupReply, Member, member_reply, serve_group
+from .group import GroupReply, GroupSteps, Member, member_reply, serve_group
 
 
 class Target(Protocol):
@@ -93,9 +93,7 @@ class ModelTarget:
         reply = GroupReply(list(served.outcomes), served.pauses)
         return reply, observe(before, served.state, served.events)
 
-    def group_steps(
-        self, ops: list[Op], schedule: list[int]
-    ) -> tuple[list[Member], list[dict[str, Any]]]:
+    def group_steps(self, ops: list[Op], schedule: list[int]) -> GroupSteps:
         """A concurrent group under the schedule, as trace steps
         (:func:`group_members`), and the pauses passed."""
         start = self.state
@@ -107,8 +105,8 @@ class ModelTarget:
             order.append(move)
         now = max(op.now for op in ops)
         replies = [member_reply(o) for o in served.outcomes]
-        members, self.state = group_members(start, ops, order, replies, now)
-        return members, served.pauses
+        members, self.state = group_members(start, ops, order, now, replies)
+        return GroupSteps(members, served.pauses)
 
     def kill(self) -> Observed:
         before = self.state
@@ -123,8 +121,9 @@ def group_members(
     start: State,
     ops: Sequence[Op],
     order: Sequence[int | RunnerStep],
-    replies: Sequence[Reply],
     now: int,
+    replies: Sequence[Reply] | None = None,
+    end: State | None = None,
 ) -> tuple[list[Member], State]:
     """A group that took effect in ``order`` (each request's own transition,
     by index into ``ops``, and the runner's transitions) as trace steps, one
@@ -152,7 +151,7 @@ def _along(
     start: State,
     ops: Sequence[Op],
     order: Sequence[int | RunnerStep],
-    replies: Sequence[Reply],
+    replies: Sequence[Reply] | None,
     now: int,
     attribute: bool,
 ) -> tuple[list[Member], State] | None:
@@ -180,7 +179,7 @@ def _along(
     for k, i in enumerate(placed):
         before = state
         out = request(state, ops[i])
-        if out.reply != replies[i]:
+        if replies is not None and out.reply != replies[i]:
             return None
         state, events = out.state, list(out.events)
         for step in runs[k]:

@@ -91,7 +91,7 @@ def play_group(
     for step in base.steps:
         assert step.request is not None
         target.request(step.request)
-    got, _ = target.group_steps(list(members), schedule)
+    got = target.group_steps(list(members), schedule).members
     first = len(base.steps)
     steps = [
         Step(

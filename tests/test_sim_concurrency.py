@@ -75,7 +75,7 @@ def test_a_group_is_recorded_along_its_order_each_drain_with_its_request() -> No
         Synthetic(5, session="s1", input="c", text="done"),
     ]
     # Both prompts first, then s1's drain starts, then the notice, then the rest.
-    members, pauses = target.group_steps(ops, [0, 0, 0, 1])
+    members, pauses, _ = target.group_steps(ops, [0, 0, 0, 1])
     assert [m.position for m in members] == [0, 1, 2]
     # s1's drain is charged to s1's requests, never to s2's prompt.
     assert {e.session for e in members[1].observed.events} == {"s2"}
