@@ -710,6 +710,14 @@ def conformance_command(
         float, seconds("--shrink-seconds", "Time budget of each shrink.")
     ] = 60.0,
     concurrency: ConcurrencyOption = 1,
+    free_running: Annotated[
+        bool,
+        typer.Option(
+            "--free-running",
+            help="With --concurrency: groups run without a schedule even where the adapter has "
+            "pause points (a failing seed is run once more: the report says if it reproduced).",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Lockstep against the model: the scenario library, then a seeded sweep.
@@ -744,6 +752,7 @@ def conformance_command(
         repro_dir=repro_dir,
         shrink_seconds=shrink_seconds,
         concurrency=concurrency,
+        free_running=free_running,
     )
     batch = store_results(db, result) if db is not None else None
     if as_json:

@@ -292,6 +292,7 @@ def repro_command(
     ops: int = DEFAULT_OPS,
     timeout: float = DEFAULT_TIMEOUT,
     concurrency: int = 1,
+    free: bool = False,
 ) -> str:
     words = ["inboxsim", "conformance", "--adapter", shlex.join(command), "--policy", policy]
     if timeout != DEFAULT_TIMEOUT:
@@ -301,7 +302,7 @@ def repro_command(
     if seed is not None:
         words += ["--no-library", "--seed-start", str(seed), "--seeds", "1", "--ops", str(ops)]
     if concurrency > 1:
-        words += ["--concurrency", str(concurrency)]
+        words += ["--concurrency", str(concurrency)] + (["--free-running"] if free else [])
     return shlex.join(words)
 
 
@@ -311,8 +312,11 @@ def repro_command(
 class _Lockstep:
     """Makes lockstep targets, each adapter in a fresh folder, and closes them."""
 
-    def __init__(self, command: Sequence[str], timeout: float, base: Path, name: str) -> None:
+    def __init__(
+        self, command: Sequence[str], timeout: float, base: Path, name: str, free: bool = False
+    ) -> None:
         self.command = list(command)
+        self.free = free
         self.timeout = timeout
         self.base = base
         self.name = name
@@ -325,6 +329,7 @@ class _Lockstep:
         lock = LockstepTarget(
             ModelTarget(policy, step_limit),
             AdapterTarget(self.command, folder, step_limit, self.timeout, name=self.name),
+            free=self.free,
         )
         self.made.append(lock)
         return lock
@@ -462,6 +467,7 @@ def seed_item(
     base: Path,
     name: str = "target",
     concurrency: int = 1,
+    free: bool = False,
 ) -> SeedOutcome:
     """One seeded run through :func:`.run.run_seed` with a lockstep target.
 
@@ -469,14 +475,22 @@ def seed_item(
     the linearizability search; a seed that fails is run once more against a
     fresh target first, and when the target's own replies differ between the
     two runs (the same requests and schedules) the verdict is
-    ``nondeterministic``, with both runs' replies, rather than the failure."""
-    outcome = _seed_once(seed, command, policy, policy_arg, ops, timeout, base, name, concurrency)
+    ``nondeterministic``, with both runs' replies, rather than the failure.
+    ``free``: groups run without a schedule even where the target has pause
+    points (the rerun is then a reproduction rate of one, not a replay)."""
+    outcome = _seed_once(
+        seed, command, policy, policy_arg, ops, timeout, base, name, concurrency, free
+    )
     if concurrency > 1 and outcome.item.verdict in SHRINKABLE:
         first = outcome.replies
         again = _seed_once(
-            seed, command, policy, policy_arg, ops, timeout, base / "again", name, concurrency
+            seed, command, policy, policy_arg, ops, timeout, base / "again", name, concurrency, free
         )
-        if again.replies != first:
+        if free:
+            outcome.item.detail += f"\nrun again free: {again.item.verdict}" + (
+                " (reproduced)" if again.item.verdict in SHRINKABLE else " (did not reproduce)"
+            )
+        elif again.replies != first:
             at = next(
                 (i for i, (a, b) in enumerate(zip(first, again.replies, strict=False)) if a != b),
                 min(len(first), len(again.replies)),
@@ -511,11 +525,12 @@ def _seed_once(
     base: Path,
     name: str,
     concurrency: int,
+    free: bool = False,
 ) -> SeedOutcome:
     repro = repro_command(
-        command, policy_arg, seed=seed, ops=ops, timeout=timeout, concurrency=concurrency
+        command, policy_arg, seed=seed, ops=ops, timeout=timeout, concurrency=concurrency, free=free
     )
-    lockstep = _Lockstep(command, timeout, base / f"seed-{seed}", name)
+    lockstep = _Lockstep(command, timeout, base / f"seed-{seed}", name, free)
     started = time.perf_counter()
     violations: list[tuple[str, str]] = []
     exercised: set[str] = set()
@@ -579,6 +594,7 @@ class _SeedRun:
     timeout: float
     name: str
     concurrency: int = 1
+    free: bool = False
 
 
 def _seed_batch(run: _SeedRun, seeds: tuple[int, ...]) -> list[SeedOutcome]:
@@ -603,6 +619,7 @@ def _seed_batch(run: _SeedRun, seeds: tuple[int, ...]) -> list[SeedOutcome]:
                 folder,
                 run.name,
                 run.concurrency,
+                run.free,
             )
             # The repro is the client's command line, whatever this machine's paths.
             outcome.item.repro = repro_command(
@@ -612,6 +629,7 @@ def _seed_batch(run: _SeedRun, seeds: tuple[int, ...]) -> list[SeedOutcome]:
                 ops=run.ops,
                 timeout=run.timeout,
                 concurrency=run.concurrency,
+                free=run.free,
             )
             out.append(outcome)
             watch.see(outcome.item.never_ready, outcome.item.ready)
@@ -647,6 +665,7 @@ def _seed_outcomes(
                     base,
                     run.name,
                     run.concurrency,
+                    run.free,
                 ),
             )
         return
@@ -698,6 +717,7 @@ def conformance(
     executor: str = "local",
     scheduler: str | None = None,
     concurrency: int = 1,
+    free_running: bool = False,
 ) -> ConformanceReport:
     """Check an adapter (``command``: argv list or a command line) against the
     model under ``policy``: the scenario library (``scenarios`` narrows it to
@@ -714,7 +734,8 @@ def conformance(
     workers): see :func:`_seed_outcomes`. The library always runs here.
     ``concurrency`` > 1 makes each seed send concurrent groups of up to that
     many requests (the adapter must list the feature ``group``; see
-    :func:`seed_item`)."""
+    :func:`seed_item`); ``free_running``: without schedules, even where the
+    adapter has pause points."""
 
     argv = split_command(command) if isinstance(command, str) else list(command)
     if not argv:
@@ -766,7 +787,7 @@ def conformance(
                 not_testable.setdefault(k, v)
         exercised: set[str] = set()
         violated: dict[str, tuple[int, str, str]] = {}
-        run = _SeedRun(argv, the_policy, policy, ops, timeout, name, concurrency)
+        run = _SeedRun(argv, the_policy, policy, ops, timeout, name, concurrency, free_running)
         outcomes = stack.enter_context(
             contextlib.closing(
                 _seed_outcomes(

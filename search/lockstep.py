@@ -508,7 +508,9 @@ class Side:
 class LockstepTarget:
     """The model and a target driven together (see the module docstring)."""
 
-    def __init__(self, model: Target, target: Target, *, history: int = 200) -> None:
+    def __init__(
+        self, model: Target, target: Target, *, history: int = 200, free: bool = False
+    ) -> None:
         self.model = model
         self.target = target
         self.name = f"lockstep({target.name} vs {model.name})"
@@ -524,6 +526,9 @@ class LockstepTarget:
         # The target's replies in order (canonical JSON), for the rerun that
         # tells a nondeterministic target from a failing one.
         self.replies: list[str] = []
+        # Groups run free (no schedule: the target's threads interleave as they
+        # will) even where the target has pause points.
+        self.free = free
         self._hello_seen = False
 
     # --- features ---------------------------------------------------------
@@ -599,7 +604,8 @@ class LockstepTarget:
         if "group" not in self.t.features:
             raise NotTestable(f"group: not in the target's hello features ({self.target.name})")
         model_ops = [self._translate(op) for op in ops]
-        served, t_obs = self.target.group(list(ops), schedule)  # type: ignore[attr-defined]
+        sent = None if self.free else schedule
+        served, t_obs = self.target.group(list(ops), sent)  # type: ignore[attr-defined]
         before = model.state
         pending_before, transcript_before = dict(self.t.pending), dict(self.t.transcript)
         self.t.absorb(t_obs)
