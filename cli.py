@@ -428,6 +428,14 @@ def run_scenarios(
             show_default=False,
         ),
     ] = None,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            "--target",
+            help="Run against a shipped target instead: sqlite, model-adapter or opencode.",
+            show_default=False,
+        ),
+    ] = None,
     adapter_timeout: Annotated[
         float, seconds("--adapter-timeout", "The longest wait for one adapter response.")
     ] = 10.0,
@@ -454,6 +462,12 @@ def run_scenarios(
     from inboxsim.procs import scratch
     from inboxsim.store.store import Store
 
+    if target is not None:
+        import shlex
+
+        from inboxsim.conformance.check import target_command
+
+        adapter = shlex.join(target_command(adapter, target, None, adapter_timeout)[0])
     loaded = command.gather(files or [], library)
     # The store opens before anything runs: a bad --db fails fast, exit 2.
     with Store(db) if db is not None else contextlib.nullcontext() as store:

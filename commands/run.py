@@ -21,7 +21,15 @@ from ..scenarios.load import (
     resolve_policy,
     select_library,
 )
-from ..scenarios.runner import Failure, ScenarioResult, TargetFactory, default_monitor, run_scenario
+from ..scenarios.runner import (
+    Failure,
+    ScenarioResult,
+    TargetFactory,
+    default_monitor,
+    model_target,
+    run_scenario,
+)
+from ..search.group_scenario import has_group, run_group_scenario
 from ..store.scenario_runs import write_scenarios
 from ..targets.adapter import AdapterTarget, check_startable, split_command
 from ..targets.protocol import ProtocolError
@@ -106,7 +114,9 @@ def run_all(
         # --policy naming the file's own policy runs it as the file's own
         own = override is not None and override.name == loaded.scenario.policy
         chosen = None if own else override
-        if target_factory is None:
+        if has_group(loaded.scenario):  # judged by the linearizability search
+            results.append(_run_on_adapter(loaded, chosen, False, target_factory or model_target))
+        elif target_factory is None:
             results.append(run_scenario(loaded, chosen, monitor=judge))
         else:
             results.append(_run_on_adapter(loaded, chosen, judge, target_factory))
@@ -118,6 +128,8 @@ def _run_on_adapter(
 ) -> ScenarioResult:
 
     try:
+        if has_group(loaded.scenario):
+            return run_group_scenario(loaded, policy, target_factory=factory)
         return run_scenario(loaded, policy, target_factory=factory, monitor=monitor)
     except ProtocolError as error:
         chosen = policy or resolve_policy(loaded.scenario.policy, loaded.origin)

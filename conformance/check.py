@@ -28,6 +28,7 @@ items into a ``conformance`` table of the DuckDB store.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import shlex
 import sys
@@ -49,14 +50,7 @@ from ..scenarios.runner import run_scenario
 from ..search.lockstep import Divergence, LockstepTarget, NotTestable
 from ..search.repro import shrink_conformance, shrink_conformance_scenario
 from ..search.shrink import failure_key
-from ..sim.executor import (
-    check_executor,
-    first_done,
-    lost_work,
-    open_executor,
-    process_pool,
-    result,
-)
+from ..sim.executor import check_executor, run_tasks
 from ..sim.run import RunOptions, run_seed
 from ..store.store import Store
 from ..targets.adapter import (
@@ -670,27 +664,26 @@ def _seed_outcomes(
             )
         return
 
-    preload = ("inboxsim.conformance.check", "inboxsim.invariants")
-    with open_executor(executor, jobs, scheduler, preload) as (pool, slots):
+    def cut(slots: int) -> list[tuple[int, ...]]:
         # a few batches per worker keep every worker busy to the end
         size = max(1, min(SEED_BATCH, -(-total // (slots * 4))))
-        batches = [tuple(seeds[i : i + size]) for i in range(0, total, size)]
-        futures = [pool.submit(_seed_batch, run, batch) for batch in batches]
-        done = 0
-        for batch, future in zip(batches, futures, strict=True):
-            try:
-                outcomes = result(future)
-            except Exception as exc:
-                error = lost_work(exc, f"conformance seeds {batch[0]}..{batch[-1]}")
-                if error is None:
-                    raise
-                for pending in futures:
-                    pending.cancel()
-                raise error from None
-            for seed, outcome in zip(batch, outcomes, strict=True):
-                done += 1
-                say(f"conformance: seed {seed} ({done}/{total})")
-                yield seed, outcome
+        return [tuple(seeds[i : i + size]) for i in range(0, total, size)]
+
+    done = 0
+    for batch, outcomes in run_tasks(
+        functools.partial(_seed_batch, run),
+        cut,
+        kind=executor,
+        jobs=jobs,
+        scheduler=scheduler,
+        preload=("inboxsim.conformance.check", "inboxsim.invariants"),
+        what=lambda batch: f"conformance seeds {batch[0]}..{batch[-1]}",
+        in_order=True,
+    ):
+        for seed, outcome in zip(batch, outcomes, strict=True):
+            done += 1
+            say(f"conformance: seed {seed} ({done}/{total})")
+            yield seed, outcome
 
 
 # --- the whole check --------------------------------------------------------------
@@ -1035,24 +1028,15 @@ def mutant_matrix(
         raise HarnessError(f"unknown mutant(s) {', '.join(unknown)}; see `inboxsim mutants --list`")
     say = progress or (lambda _msg: None)
     work = [(n, tuple(range(seeds)), ops, shrink_seconds) for n in chosen]
-    if jobs <= 1 or len(work) <= 1:
-        out = []
-        for i, w in enumerate(work, start=1):
-            say(f"mutants: [{i}/{len(work)}] {w[0]}")
-            out.append(_check_one(w))
-        return out
-    import multiprocessing
-
     results: dict[str, Any] = {}
-    ctx = multiprocessing.get_context("spawn")
-    with process_pool(jobs, ctx) as pool:
-        futures = {pool.submit(_check_one, w): w[0] for w in work}
-        waiting = set(futures)
-        while waiting:
-            for fut in first_done(waiting):
-                waiting.discard(fut)
-                name = futures[fut]
-                results[name] = fut.result()
-                verdict = "killed" if results[name].killed else "SURVIVED"
-                say(f"mutants: [{len(results)}/{len(work)}] {name}: {verdict}")
+    for w, killed in run_tasks(
+        _check_one,
+        lambda slots: work,
+        jobs=jobs if len(work) > 1 else 1,
+        preload=("inboxsim.conformance.check",),
+        what=lambda w: f"mutant {w[0]}",
+    ):
+        results[w[0]] = killed
+        verdict = "killed" if killed.killed else "SURVIVED"
+        say(f"mutants: [{len(results)}/{len(work)}] {w[0]}: {verdict}")
     return [results[n] for n in chosen]

@@ -35,7 +35,6 @@ import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -48,6 +47,7 @@ from ..model.policy import PRESETS, Policy, load_policy
 from ..reports.plots import PALETTE, new_figure, png_bytes, run_detail, swimlane_png
 from ..search import explore as ex
 from ..search.shrink import shrink_run
+from ..sim.executor import run_tasks
 from ..sim.run import RunOptions, run_seed
 from ..trace.record import Step, step_wire
 from . import verdicts as vd
@@ -464,17 +464,17 @@ def build(
     started = time.perf_counter()
     tasks = [PolicyTask(spec, p, seeds, ops, sessions, depth) for spec, p in specs]
     results: list[dict[str, Any]] = []
-    if jobs > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
-            for r in pool.map(study_policy, tasks):
-                results.append(r)
-                if progress:
-                    progress(f"designs: {r['name']} done ({r['seconds']} s)")
-    else:
-        for task in tasks:
-            results.append(study_policy(task))
-            if progress:
-                progress(f"designs: {results[-1]['name']} done ({results[-1]['seconds']} s)")
+    for _task, r in run_tasks(
+        study_policy,
+        lambda slots: tasks,
+        jobs=jobs if len(tasks) > 1 else 1,
+        preload=("inboxsim.designs.study",),
+        what=lambda task: f"the study of {task.spec}",
+        in_order=True,
+    ):
+        results.append(r)
+        if progress:
+            progress(f"designs: {r['name']} done ({r['seconds']} s)")
     images: dict[str, bytes] = {}
     identical: dict[str, tuple[int, int]] = {}
     differing: dict[str, list[int]] = {}

@@ -84,6 +84,7 @@ def features(policy: Policy) -> tuple[str, ...]:
 class Advanced(NamedTuple):
     state: State
     events: tuple[Event, ...]
+    crashed: str | None = None  # the failpoint reached: ``state`` is then crashed
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +103,10 @@ def apply(state: State, op: Op, crash_at: str | None = None) -> Outcome:
     return _request(state, op, crash_at, quiesce=True)
 
 
-def request(state: State, op: Op) -> Outcome:
-    """The request's own effect and reply; the runner is not run."""
-    return _request(state, op, None, quiesce=False)
+def request(state: State, op: Op, crash_at: str | None = None) -> Outcome:
+    """The request's own effect and reply; the runner is not run. Of the
+    failpoints only ``after_admit`` lies in a request's own effect."""
+    return _request(state, op, crash_at, quiesce=False)
 
 
 def enabled(state: State) -> tuple[RunnerStep, ...]:
@@ -112,13 +114,18 @@ def enabled(state: State) -> tuple[RunnerStep, ...]:
     return tuple(RunnerStep(sid, state.work[sid].at) for sid in sorted(state.work))
 
 
-def advance(state: State, step: RunnerStep, now: int) -> Advanced:
-    """Run one enabled runner transition; ``now`` stamps its events."""
+def advance(state: State, step: RunnerStep, now: int, crash_at: str | None = None) -> Advanced:
+    """Run one enabled runner transition; ``now`` stamps its events. When it
+    reaches the failpoint ``crash_at`` (``mid_promotion``, ``after_promotion``)
+    the process dies there: the durable state so far, crashed."""
     work = state.work.get(step.session)
     if work is None or work.at != step.at:
         raise ValueError(f"{step} is not enabled")
-    tx = Tx(state, now, None)
-    runner.advance(tx, step.session)
+    tx = Tx(state, now, crash_at)
+    try:
+        runner.advance(tx, step.session)
+    except CrashedAt as crash:
+        return Advanced(tx.freeze().crashed(), tuple(tx.events), crash.point)
     return Advanced(tx.freeze(), tuple(tx.events))
 
 

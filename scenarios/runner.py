@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import __version__
+from ..errors import HarnessError
 from ..invariants import Monitor
 from ..model import OPS, Crashed, Err, Ok, Op, Policy, Reply
 from ..targets.target import ModelTarget, Target, hello_op
@@ -188,6 +189,11 @@ def execute(
     monitor_factory: MonitorFactory | None,
 ) -> ScenarioResult:
     """Drive ``target`` through ``scenario`` and judge it (see the module docstring)."""
+    if any(step.op == "group" for step in scenario.step):
+        raise HarnessError(
+            f"{origin}: a scenario with a group step is judged by the linearizability search "
+            "(search/group_scenario.py, as `inboxsim run` does), not step by step"
+        )
     hello = hello_op(0, scenario.step_limit)
     reply, observed = target.request(hello)
     if not isinstance(reply, Ok):

@@ -5,7 +5,13 @@ A scenario is a readable TOML file: a header (``name``, ``source``, ``policy``,
 ``expect_violation``),
 the OpenCode tests it carries (``[[carries]]`` tables) and an ordered list of
 ``[[step]]`` tables. A step is either one protocol operation (``op`` plus that
-operation's fields) or ``kill = true``, a crash between requests.
+operation's fields), ``kill = true``, a crash between requests, or a
+concurrent group (``op = "group"``: ``requests``, a list of operations issued
+together, one of which may carry ``crash_at``, and an optional ``schedule``
+that picks the interleaving where the target has pause points;
+``docs/scenarios.md``). A file with a group is judged against the reference
+model by the linearizability search at every step, so its steps carry no
+expectations.
 
 A scenario that cannot fail is not a test: ``breaker`` names what breaks it (a
 policy preset, or a planted bug of the SQLite inbox) and the step at which it
@@ -185,10 +191,17 @@ class StepSpec(_Strict):
     expect_calls: list[CallExpect] | None = None
     expect_events: list[str] | None = None
     expect_log: list[str] | None = None  # a log reply's events: "TYPE" or "TYPE:INPUT"
+    # --- a concurrent group (op = "group") --------------------------------------
+    requests: list[StepSpec] | None = None
+    schedule: list[int] | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> StepSpec:
         given = {k for k in type(self).model_fields if getattr(self, k) is not None}
+        if self.op == "group":
+            return self._group(given)
+        if self.requests is not None or self.schedule is not None:
+            raise ValueError("'requests' and 'schedule' belong to a step with op = \"group\"")
         if self.kill is not None:
             if self.kill is not True:
                 raise ValueError("kill must be true (a crash between requests)")
@@ -247,6 +260,28 @@ class StepSpec(_Strict):
             raise ValueError(f"after = {self.after!r}: a seq, or TYPE:INPUT naming an event")
         return self
 
+    def _group(self, given: set[str]) -> StepSpec:
+        stray = sorted(given - {"op", "now", "requests", "schedule"})
+        if stray:
+            raise ValueError(f"op 'group' has no field {', '.join(map(repr, stray))}")
+        if not self.requests:
+            raise ValueError("op 'group' needs 'requests', a non-empty list of operations")
+        for number, member in enumerate(self.requests, start=1):
+            if member.op in (None, "group", "crash"):
+                raise ValueError(f"group request {number}: a member is one operation, not a kill")
+            own = {k for k in type(member).model_fields if getattr(member, k) is not None}
+            extra = sorted(own & ({"now"} | set(EXPECTATIONS)))
+            if extra:
+                raise ValueError(
+                    f"group request {number} takes no {', '.join(map(repr, extra))}: members "
+                    "share the group's now, and the search judges them"
+                )
+        if sum(m.crash_at is not None for m in self.requests) > 1:
+            raise ValueError("a group holds at most one member with 'crash_at' (one kill)")
+        if any(k < 0 for k in self.schedule or ()):
+            raise ValueError("schedule: choices are non-negative integers")
+        return self
+
     @property
     def state_session(self) -> str | None:
         """The session whose pending inbox and transcript the step's
@@ -293,6 +328,18 @@ class Scenario(_Strict):
             if self.breaker.name in PRESETS and self.breaker.name not in self.breaks_under:
                 raise ValueError(
                     f"breaker: preset {self.breaker.name!r} must be listed in breaks_under"
+                )
+        if any(step.op == "group" for step in self.step):
+            expecting = [
+                number
+                for number, step in enumerate(self.step, start=1)
+                if any(getattr(step, k) is not None for k in EXPECTATIONS)
+            ]
+            if expecting or self.expect_violation is not None:
+                where = f"step {expecting[0]}" if expecting else "expect_violation"
+                raise ValueError(
+                    f"{where}: a scenario with a group step is judged against the model at "
+                    "every step by the linearizability search; it takes no expectations"
                 )
         cited = [(c.section, c.test) for c in self.carries]
         if len(set(cited)) != len(cited):

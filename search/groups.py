@@ -13,7 +13,10 @@ model knows or the group may have created (``pending``, ``messages``, the
 :class:`~.history.Group` and judges it. A legal group moves the model to the
 state of the order found and extends the ID map with the matches the search
 made; an illegal one is the target's failure, reported with the group, the
-orders tried and why each failed (:meth:`GroupCheck.explain`).
+orders tried and why each failed (:meth:`GroupCheck.explain`). A member may
+carry a failpoint: the target dies mid-group, the members in flight come
+back unknown, and the search judges the restarted target's state.
+``group_scenario.Recorder`` keeps a driver's steps as a scenario file.
 """
 
 from __future__ import annotations
@@ -59,7 +62,11 @@ class GroupTarget(Protocol):
 
     def request(self, op: Op, crash_at: str | None = None) -> tuple[Reply, Observed]: ...
 
-    def group(self, ops: list[Op], schedule: list[int]) -> tuple[GroupReply, Observed]: ...
+    def kill(self) -> Observed: ...
+
+    def group(
+        self, ops: list[Op], schedule: list[int], crash_at: Sequence[str | None] = ()
+    ) -> tuple[GroupReply, Observed]: ...
 
 
 @dataclass(frozen=True)
@@ -71,19 +78,28 @@ class GroupCheck:
     verdict: Verdict
     schedule: tuple[int, ...]
     pauses: tuple[Mapping[str, Any], ...] = field(default=())
+    crash_at: tuple[str | None, ...] = ()  # each member's failpoint, when one was asked
 
     @property
     def legal(self) -> bool:
         return isinstance(self.verdict, Legal)
 
     def explain(self) -> str:
+        """The verdict's explanation, then how the target ran the group: the
+        schedule sent, the pause points it passed, the failpoint asked."""
         text = self.verdict.explain(self.group)
+        if self.schedule:
+            text += f"\nthe schedule sent: {list(self.schedule)}"
         if self.pauses:
             passed = ", ".join(
                 f"r{p['request']} {p['point']}" if "request" in p else str(p["point"])
                 for p in self.pauses
             )
             text += f"\nthe target's interleaving: {passed}"
+        for i, point in enumerate(self.crash_at):
+            if point is not None:
+                fate = "and died there" if self.group.killed else "which was never reached"
+                text += f"\nthe kill: r{i} asked to crash at {point}, {fate}"
         return text
 
 
@@ -99,24 +115,38 @@ class GroupDriver:
         self.seqs: dict[str, int] = {}  # session -> last seq of the target's log read
         target.request(hello_op(0, step_limit))
 
-    def run(self, ops: Sequence[Op], schedule: Sequence[int] = ()) -> GroupCheck:
-        """Send ``ops`` as one step and judge it."""
+    def run(
+        self,
+        ops: Sequence[Op],
+        schedule: Sequence[int] = (),
+        crash_at: Sequence[str | None] = (),
+    ) -> GroupCheck:
+        """Send ``ops`` as one step and judge it; ``crash_at``: a member's
+        failpoint (at most one), where the target dies mid-group."""
         sent = [self._target_op(op) for op in ops]
-        pauses: list[Mapping[str, Any]] = []
+        pauses: Sequence[Mapping[str, Any]] = []
         if len(sent) == 1:
-            reply, _ = self.target.request(sent[0])
+            reply, _ = self.target.request(sent[0], crash_at[0] if crash_at else None)
             outcomes: list[dict[str, Any] | None] = [_wire(reply)]
+            killed = isinstance(reply, Crashed)
         else:
-            served, _ = self.target.group(sent, list(schedule))
-            outcomes, pauses = served.outcomes, served.pauses
+            # A failpoint is passed only when asked: a target may serve no kills.
+            more = (crash_at,) if any(crash_at) else ()
+            served, _ = self.target.group(sent, list(schedule), *more)
+            outcomes, pauses, killed = served.outcomes, served.pauses, served.killed
         now = max(op.now for op in ops)
         after = self._shown(ops, outcomes, now)
-        group = history(self.state, ops, outcomes, after, self.ids)
+        group = history(self.state, ops, outcomes, after, self.ids, killed)
         verdict = linearize(group)
         if isinstance(verdict, Legal):
             self.state = verdict.state
             self.ids.update(verdict.ids)
-        return GroupCheck(group, verdict, tuple(schedule), tuple(pauses))
+        return GroupCheck(group, verdict, tuple(schedule), tuple(pauses), tuple(crash_at))
+
+    def kill(self) -> None:
+        """A crash between steps: the target restarts, the model crashes."""
+        self.target.kill()
+        self.state = self.state.crashed()
 
     def _target_op(self, op: Op) -> Op:
         """The op with the model's generated IDs replaced by the target's."""

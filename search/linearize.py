@@ -60,7 +60,11 @@ Three reductions, all sound:
   them. The parts' orders merge into one that respects real time (locality
   guarantees such a merge exists: a topological order of the parts' orders
   and the real-time precedence), and that merged order is replayed once and
-  compared in full, a check of the split itself.
+  compared in full, a check of the split itself. One thing the parts do
+  share: times are matched by their order on one clock for every session
+  (``compare.Match.time``), so two parts may each match times consistently
+  and disagree with each other. When the merged order fails its replay for
+  that reason, the group is searched again whole, which is always sound.
 
 What is not compared: event payloads and runner events (implementations
 differ in them), ``hello`` and ``log`` replies (as in lockstep).
@@ -91,7 +95,7 @@ from ..model import (
 )
 from . import compare
 from .compare import Match, Mismatch
-from .history import Group, Msg, Row, Unknown
+from .history import Group, Msg, Row, Shown, Unknown
 
 KEEP = 200  # dead ends kept for the report (the deepest); all are counted
 
@@ -154,11 +158,17 @@ class Illegal:
     explored: int
 
     def explain(self, group: Group, shown: int = 10) -> str:
+        """The failure as a person reads it: the part of the group that has
+        no legal order, each request with its times and the target's reply,
+        what the target showed once the group was over, then the orders
+        tried (the ones that got furthest first) and why each failed."""
+        nodes = "node" if self.explored == 1 else "nodes"
+        kill = ", then the target was killed" if group.killed else ""
         lines = [
             f"not linearizable: no order of {', '.join(f'r{i}' for i in self.part)} "
             f"(sessions {', '.join(self.sessions) or 'none'}) gives the target's replies "
-            f"and state; {self.tried} orders tried ({self.explored} search nodes)",
-            "the requests:",
+            f"and state; {self.tried} orders tried ({self.explored} search {nodes})",
+            f"the group: {len(group.requests)} requests issued together{kill}:",
         ]
         for i in self.part:
             r = group.requests[i]
@@ -167,13 +177,31 @@ class Illegal:
                 f"  r{i} {describe(r.op)}: invoked {r.invoked:g}, completed {done}, "
                 f"target {compare.said(r.returned)}"
             )
-        lines.append("the deepest orders tried and why each failed:")
+        lines.append("what the target showed after it" + (" (restarted):" if kill else ":"))
+        for sid in self.sessions:
+            lines.append(f"  {sid}: {shown_words(group.after[sid])}")
+        lines.append("the orders tried (furthest first) and why each failed:")
         for dead in self.dead_ends[:shown]:
             lines.append("  " + " ; ".join(m.describe(group) for m in dead.order))
             lines.append(f"    -> {dead.reason}")
         if self.tried > shown:
             lines.append(f"  ... and {self.tried - min(shown, len(self.dead_ends))} more")
         return "\n".join(lines)
+
+
+def shown_words(shown: Shown) -> str:
+    """One session's observation in a line: pending, transcript, open call, log."""
+    words = [
+        f"pending [{', '.join(r.input for r in shown.pending)}]",
+        f"transcript [{', '.join(m.id for m in shown.transcript)}]",
+        compare.said_call(shown.call),
+    ]
+    if shown.events is not None:
+        folded = [e for e in shown.events if compare.folded(e)]
+        words.append(
+            "log [" + ", ".join(f"{e.type}:{e.input}" if e.input else e.type for e in folded) + "]"
+        )
+    return "; ".join(words)
 
 
 @dataclass(frozen=True)
@@ -201,8 +229,26 @@ def linearize(group: Group, memo: bool = True, budget: int | None = None) -> Ver
         if (r.completed is None) != isinstance(r.returned, Unknown):
             raise ValueError(f"request r{i}: an outcome is unknown exactly when it never completed")
     start = Match.start(_known(group), group.ids)
-    orders: list[tuple[Move, ...]] = []
     parts = split(group)
+    verdict = _search(group, parts, start, memo, budget)
+    if verdict is None and len(parts) > 1:  # the parts matched times apart (docstring)
+        whole = [(tuple(range(len(group.requests))), frozenset(group.after))]
+        verdict = _search(group, whole, start, memo, budget)
+    if verdict is None:
+        raise AssertionError("the whole group's order fails its own replay: a checker bug")
+    return verdict
+
+
+def _search(
+    group: Group,
+    parts: list[tuple[tuple[int, ...], frozenset[str]]],
+    start: Match,
+    memo: bool,
+    budget: int | None,
+) -> Verdict | None:
+    """Search each part; None when every part has an order but the merged
+    order fails its replay."""
+    orders: list[tuple[Move, ...]] = []
     explored = 0
     for requests, sessions in parts:
         search = _Search(group, requests, sessions, memo, budget)
@@ -216,7 +262,10 @@ def linearize(group: Group, memo: bool = True, budget: int | None = None) -> Ver
             return Illegal(requests, tuple(sorted(sessions)), dead, search.tried, explored)
         orders.append(found)
     order = _merge(group, orders)
-    state, match = _follow(group, order, start)
+    try:
+        state, match = _follow(group, order, start)
+    except Mismatch:
+        return None
     return Legal(order, state, {**match.ids}, tuple(r for r, _ in parts), explored)
 
 
@@ -359,7 +408,7 @@ class _Search:
             steps = steps[:1]  # the rest commutes (module docstring)
         for step in steps:
             stepped = order + (Move(step=step),)
-            after, appended = advance(state, step, self.now)
+            after, appended, _ = advance(state, step, self.now)
             try:
                 m2 = self._logged(after, appended, m)
             except Mismatch as mismatch:
@@ -505,27 +554,25 @@ def _rank(group: Group, move: Move) -> float:
 
 
 def _follow(group: Group, order: tuple[Move, ...], start: Match) -> tuple[State, Match]:
-    """Replay an order through the model and compare everything."""
+    """Replay an order through the model and compare everything (raises
+    :class:`Mismatch` where it differs)."""
     state, m = group.before, start
     now = max((r.op.now for r in group.requests), default=0)
     base = {sid: len(log.events) for sid, log in state.store.sessions.items()}
-    try:
-        for move in order:
-            if move.request is not None:
-                r = group.requests[move.request]
-                out = request(state, r.op)
-                assert isinstance(out.reply, (Ok, Err))
-                m = compare.reply(r.op, out.reply, r.returned, m, f"r{move.request}'s reply")
-                state = out.state
-            elif move.step is not None:
-                state = advance(state, move.step, now).state
-            else:
-                state = state.crashed()
-        while steps := enabled(state):
-            state = advance(state, steps[0], now).state
-        m = observe(group, state, group.after, base, m)
-    except Mismatch as mismatch:
-        raise AssertionError(f"the merged order fails ({mismatch}): a checker bug") from None
+    for move in order:
+        if move.request is not None:
+            r = group.requests[move.request]
+            out = request(state, r.op)
+            assert isinstance(out.reply, (Ok, Err))
+            m = compare.reply(r.op, out.reply, r.returned, m, f"r{move.request}'s reply")
+            state = out.state
+        elif move.step is not None:
+            state = advance(state, move.step, now).state
+        else:
+            state = state.crashed()
+    while steps := enabled(state):
+        state = advance(state, steps[0], now).state
+    m = observe(group, state, group.after, base, m)
     return state, m
 
 

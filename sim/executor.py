@@ -7,8 +7,12 @@ distributed cluster through its ``concurrent.futures`` face
 worker processes when there is none. Dask is the optional extra
 ``inboxsim[dask]``; it is imported only here, only when asked for.
 
-Callers (the sweep, conformance) submit top-level functions over batches and
-absorb results in the client process, which stays the only store writer. A
+Every pool is built here (:func:`open_executor`). The sweep, conformance,
+the mutant matrix and the design study run their work through one loop,
+:func:`run_tasks`: top-level functions over batches, results absorbed in the
+client process, which stays the only store writer. The explorer keeps one
+pool open across its levels and submits through :func:`open_executor` and
+:func:`result` directly. A
 worker that dies mid-batch is Dask's to handle: the scheduler reruns the
 batch's task on another worker and the client sees one result per future.
 """
@@ -28,6 +32,7 @@ from ..errors import HarnessError
 from ..procs.interrupt import deferred
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 EXECUTORS = ("local", "dask")
 INSTALL_DASK = "pip install 'inboxsim[dask]'"
@@ -196,6 +201,77 @@ def first_done(futures: Collection[cf.Future[T]]) -> set[cf.Future[T]]:
             return done
 
 
+def run_tasks(
+    fn: Callable[[T], R],
+    make_tasks: Callable[[int], Sequence[T]],
+    *,
+    kind: str = "local",
+    jobs: int = 1,
+    scheduler: str | None = None,
+    preload: Sequence[str] = (),
+    what: Callable[[T], str] = lambda task: "a batch",
+    stop: Callable[[], bool] = lambda: False,
+    in_order: bool = False,
+) -> Iterator[tuple[T, R]]:
+    """``fn`` over the tasks, as ``(task, result)`` pairs: the one loop every
+    caller (sweep, conformance, mutants, designs) runs its work through.
+
+    ``make_tasks(slots)`` cuts the work once the executor says how many
+    batches it runs at once. One local job runs the tasks here, in this
+    process, one after another. Otherwise at most two tasks per slot are in
+    flight: enough to keep every worker busy, few enough that ``stop`` (a
+    time budget) takes effect soon; results come in completion order, a wave
+    of them in task order (so a store's insertion order varies less), or all
+    in task order with ``in_order``. A task whose worker died ends the run
+    with :func:`lost_work`'s one line (what was already yielded is the
+    caller's to keep); an interrupt or failure cancels what is in flight.
+    Stopping early is not an error: the caller counts what it got."""
+    if kind == "local" and jobs <= 1:
+        for task in make_tasks(1):
+            if stop():
+                return
+            yield task, fn(task)
+        return
+    with open_executor(kind, jobs, scheduler, preload) as (pool, slots):
+        tasks = list(make_tasks(slots))
+        window = slots * 2
+        next_task = 0
+        running: dict[cf.Future[R], int] = {}
+        finished: dict[int, R] = {}
+        next_out = 0
+        try:
+            while next_task < len(tasks) or running:
+                while next_task < len(tasks) and len(running) < window and not stop():
+                    running[pool.submit(fn, tasks[next_task])] = next_task
+                    next_task += 1
+                if next_task < len(tasks) and stop():
+                    next_task = len(tasks)
+                if not running:
+                    break
+                for future in sorted(first_done(running), key=running.__getitem__):
+                    index = running.pop(future)
+                    try:
+                        finished[index] = future.result()
+                    except Exception as exc:
+                        error = lost_work(exc, what(tasks[index]))
+                        if error is None:
+                            raise
+                        raise error from None
+                    if not in_order:
+                        yield tasks[index], finished.pop(index)
+                while in_order and next_out in finished:
+                    yield tasks[next_out], finished.pop(next_out)
+                    next_out += 1
+        except cf.process.BrokenProcessPool as exc:  # the pool refuses new tasks too
+            error = lost_work(exc, "the run")
+            assert error is not None
+            raise error from None
+        except BaseException:
+            for future in running:
+                future.cancel()
+            raise
+
+
 def lost_work(exc: BaseException, what: str) -> HarnessError | None:
     """A clear error for a batch whose worker died: a local pool's worker
     (the pool is broken; nothing reruns it), or a batch Dask gave up on (it
@@ -224,5 +300,6 @@ __all__ = [
     "process_pool",
     "first_done",
     "result",
+    "run_tasks",
     "worker_identity",
 ]

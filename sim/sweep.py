@@ -35,7 +35,6 @@ interrupted sweep prints).
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import os
 import shlex
 import time
@@ -47,7 +46,7 @@ from ..model import Policy, features
 from ..procs.interrupt import Interrupted, deferred
 from ..store.store import BatchColumns, Remember, open_store
 from ..trace.probes import BY_NAME, NAMES, PROBES, REQUIRED
-from .executor import first_done, lost_work, open_executor, worker_identity
+from .executor import run_tasks, worker_identity
 from .run import RunOptions, run_seed
 
 
@@ -374,18 +373,24 @@ def sweep(
     def over_budget() -> bool:
         return plan.time_budget is not None and time.perf_counter() - started >= plan.time_budget
 
+    def slotted(slots: int) -> list[BatchTask]:
+        report.slots = slots
+        return tasks(slots)
+
     try:
-        if plan.jobs <= 1 and plan.executor == "local":
-            for task in tasks(1):
-                if over_budget():
-                    report.stopped_by_budget = True
-                    break
-                absorb(run_batch(task))
-        else:
-            preload = ["inboxsim.sim.sweep", "inboxsim.store.store"]
-            with open_executor(plan.executor, plan.jobs, plan.scheduler, preload) as (pool, slots):
-                report.slots = slots
-                _run_pool(pool, slots, tasks(slots), absorb, over_budget, report)
+        batches = run_tasks(
+            run_batch,
+            slotted,
+            kind=plan.executor,
+            jobs=plan.jobs,
+            scheduler=plan.scheduler,
+            preload=["inboxsim.sim.sweep", "inboxsim.store.store"],
+            what=lambda task: f"the batch of seeds {task.seeds[0]}..{task.seeds[-1]}",
+            stop=over_budget,
+        )
+        for _task, outcome in batches:
+            absorb(outcome)
+        report.stopped_by_budget = report.runs < len(planned) and over_budget()
         report.seconds = time.perf_counter() - started
     except Interrupted as stop:
         if store is not None:
@@ -447,53 +452,6 @@ def resume_line(plan: SweepPlan, db: str, store: Any | None = None) -> str:
         f"kept {len(kept):,} of the {plan.seed_count:,} seeds {first}..{last} in {db} "
         f"({failing:,} failing); go on with: {command}"
     )
-
-
-def _run_pool(
-    pool: cf.Executor,
-    slots: int,
-    tasks: list[BatchTask],
-    absorb: Callable[[BatchOutcome], None],
-    over_budget: Callable[[], bool],
-    report: SweepReport,
-) -> None:
-    # At most two batches in flight per slot: enough to keep every worker
-    # busy, few enough to stop soon after a time budget runs out.
-    window = slots * 2
-    queue = list(reversed(tasks))
-    running: dict[cf.Future[BatchOutcome], BatchTask] = {}
-    try:
-        while queue or running:
-            while queue and len(running) < window and not over_budget():
-                task = queue.pop()
-                running[pool.submit(run_batch, task)] = task
-            if queue and over_budget():
-                report.stopped_by_budget = True
-                queue.clear()
-            if not running:
-                break
-            done = first_done(running)
-            # Completion order varies between sweeps; absorb a wave in a
-            # fixed order so the store's insertion order varies less.
-            for future in sorted(done, key=lambda f: running[f].first_run_id):
-                task = running.pop(future)
-                try:
-                    outcome = future.result()
-                except Exception as exc:
-                    what = f"the batch of seeds {task.seeds[0]}..{task.seeds[-1]}"
-                    error = lost_work(exc, what)
-                    if error is None:
-                        raise
-                    raise error from None
-                absorb(outcome)
-    except cf.process.BrokenProcessPool as exc:  # the pool refuses new batches too
-        error = lost_work(exc, "the sweep")
-        assert error is not None
-        raise error from None
-    except BaseException:
-        for future in running:
-            future.cancel()
-        raise
 
 
 def default_jobs() -> int:

@@ -49,7 +49,7 @@ import os
 import shlex
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, NoReturn
 
@@ -230,10 +230,15 @@ class AdapterTarget:
                 self.step_limit = op.step_limit
         return reply, self._observe(op, reply, everything=fresh or isinstance(op, Hello))
 
-    def group(self, ops: list[Op], schedule: list[int] | None) -> tuple[GroupReply, Observed]:
+    def group(
+        self, ops: list[Op], schedule: list[int] | None, crash_at: Sequence[str | None] = ()
+    ) -> tuple[GroupReply, Observed]:
         """A concurrent group (``docs/protocol.md``, "Groups"): the requests
         go out in one ``group`` request, with the schedule when the adapter
-        has pause points; then everything is observed, as after a restart."""
+        has pause points and a member's failpoint (``crash_at``) when one is
+        asked; then everything is observed, as after a restart. An adapter
+        that dies at the failpoint answers nothing: every member is unknown,
+        and the target restarts."""
         self._usable()
         now = max(op.now for op in ops)
         self._now = max(self._now, now)
@@ -242,15 +247,24 @@ class AdapterTarget:
             self._hello()
         if "group" not in self.features:
             raise ValueError(f"{self.name} does not list the feature 'group'")
+        points = list(crash_at) + [None] * (len(ops) - len(crash_at))
+        if any(p is not None for p in points) and "failpoints" not in self.features:
+            raise ValueError(f"{self.name} does not list the feature 'failpoints'")
         members = []
-        for op in ops:
+        for op, point in zip(ops, points, strict=True):
             self._rid += 1
-            members.append({"rid": self._rid, **op.to_wire(), "now": now})
+            member = {"rid": self._rid, **op.to_wire(), "now": now}
+            if point is not None:
+                member["crash_at"] = point
+            members.append(member)
         wire: dict[str, Any] = {"op": "group", "now": now, "requests": members}
         if schedule is not None and "pause_points" in self.features:
             wire["schedule"] = list(schedule)
-        response = self._exchange(wire, None)
-        assert response is not None
+        response = self._exchange(wire, None, may_die=any(p is not None for p in points))
+        if response is None:  # died at the failpoint, as asked
+            self._restart()
+            lost = GroupReply([None] * len(ops), [], killed=True)
+            return lost, self._observe(None, None, everything=True)
         if not response["ok"]:
             error = response["error"]
             self._fail(
@@ -268,7 +282,8 @@ class AdapterTarget:
                 if sid not in self._last_seq:
                     self._sessions.append(sid)
                     self._last_seq[sid] = -1
-        reply = GroupReply(outcomes, list(response["result"].get("pauses", [])))
+        killed = any(o is not None and o.get("unknown") for o in outcomes)
+        reply = GroupReply(outcomes, list(response["result"].get("pauses", [])), killed)
         return reply, self._observe(None, None, everything=True)
 
     def _outcomes(
@@ -425,9 +440,12 @@ class AdapterTarget:
 
     # --- one exchange ----------------------------------------------------------
 
-    def _exchange(self, wire: dict[str, Any], crash_at: str | None) -> dict[str, Any] | None:
+    def _exchange(
+        self, wire: dict[str, Any], crash_at: str | None, may_die: bool = False
+    ) -> dict[str, Any] | None:
         """Send one request and return its validated response (``result``
-        validated for the op), or None when the adapter died at ``crash_at``."""
+        validated for the op), or None when the adapter died at ``crash_at``
+        (or, ``may_die``, at a failpoint a group's member carries)."""
         proc = self._proc
         assert proc is not None
         self._rid += 1
@@ -458,7 +476,7 @@ class AdapterTarget:
         except BrokenPipeError:
             return fail(f"adapter exited before reading the request ({_status(proc, deadline)})")
         except Eof as eof:
-            if crash_at is not None and not eof.partial:
+            if (crash_at is not None or may_die) and not eof.partial:
                 return None
             status = _status(proc, deadline)
             if eof.partial:

@@ -15,6 +15,17 @@ The outcomes are in the protocol's wire form (``MemberOutcome``), with the
 decision count as the clock: every request is invoked at 0 and completes at
 the decision that placed it. The group ends at quiescence, as every request
 does. ``pauses`` lists every decision taken.
+
+**A kill mid-group.** One member may carry a failpoint (``crash_at``). The
+process dies the first time that member's own effect reaches it
+(``after_admit``), or, once the member took effect, the first time a runner
+transition does (``mid_promotion``, ``after_promotion``): the work a request
+made ready is the runner's, as in a sequential request, where ``apply`` runs
+it inside the request. The state is then the durable state at that point,
+crashed; the members placed before are completed, the one that died and the
+ones not yet placed are unknown (each in flight: it took no effect, took
+effect up to the crash point, or completed unseen). A failpoint never
+reached leaves the group whole, as a sequential request's does.
 """
 
 from __future__ import annotations
@@ -22,7 +33,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..model import Err, Event, Ok, Op, Reply, RunnerStep, State, advance, enabled, request
+from ..model import (
+    FAILPOINTS,
+    Crashed,
+    Err,
+    Event,
+    Ok,
+    Op,
+    Reply,
+    RunnerStep,
+    State,
+    advance,
+    enabled,
+    request,
+)
 from ..trace.record import Observed
 
 PAUSE_POINTS = ("request", "runner")  # what the model adapter declares in hello
@@ -35,6 +59,7 @@ class GroupReply(NamedTuple):
 
     outcomes: list[dict[str, Any] | None]
     pauses: list[dict[str, Any]]
+    killed: bool = False  # the implementation died with the group in flight
 
 
 class Member(NamedTuple):
@@ -80,20 +105,31 @@ class Served(NamedTuple):
     outcomes: list[dict[str, Any]]
     pauses: list[dict[str, Any]]
     events: tuple[Event, ...]
-    moves: tuple[Move, ...] = ()
+    killed: bool = False
+    moves: tuple[Move, ...] = ()  # the decisions taken, in order
 
 
 def serve_group(
-    state: State, ops: Sequence[Op], rids: Sequence[int], schedule: Sequence[int]
+    state: State,
+    ops: Sequence[Op],
+    rids: Sequence[int],
+    schedule: Sequence[int],
+    crash_at: Sequence[str | None] = (),
 ) -> Served:
-    """Run a group under a schedule (see the module docstring)."""
+    """Run a group under a schedule; ``crash_at`` holds each member's
+    failpoint, or None (see the module docstring)."""
     if state.work:
         raise ValueError("a group starts from a quiescent model")
+    points = list(crash_at) + [None] * (len(ops) - len(crash_at))
+    armed = [p for p in points if p is not None]
+    if len(armed) > 1 or any(p not in FAILPOINTS for p in armed):
+        raise ValueError(f"a group holds at most one failpoint of {FAILPOINTS}, not {armed}")
     now = max((op.now for op in ops), default=0)
     waiting = list(range(len(ops)))
-    outcomes: list[dict[str, Any] | None] = [None] * len(ops)
+    outcomes: list[dict[str, Any]] = [{"rid": rid, "unknown": True, "invoked": 0.0} for rid in rids]
     pauses: list[dict[str, Any]] = []
     events: list[Event] = []
+    runner_point: str | None = None  # armed once its member took effect
     moves: list[Move] = []
     k = 0
     while True:
@@ -105,25 +141,29 @@ def serve_group(
         k += 1
         if pick < len(waiting):
             i = waiting.pop(pick)
-            out = request(state, ops[i])
+            pauses.append({"request": i, "point": "request"})
+            moves.append(Move(i))
+            out = request(state, ops[i], points[i])
             state = out.state
             events.extend(out.events)
             reply = out.reply
+            if isinstance(reply, Crashed):
+                return Served(state, outcomes, pauses, tuple(events), True, tuple(moves))
+            if points[i] is not None:
+                runner_point = points[i]
             wire: dict[str, Any] = {"rid": rids[i], "invoked": 0.0, "completed": float(k)}
             if isinstance(reply, Err):
                 wire.update(ok=False, error={"code": reply.code, "message": reply.message})
             else:
                 wire.update(ok=True, result=reply.result)  # type: ignore[union-attr]
             outcomes[i] = wire
-            pauses.append({"request": i, "point": "request"})
-            moves.append(Move(i))
         else:
             step = steps[pick - len(waiting)]
-            after = advance(state, step, now)
-            state = after.state
-            events.extend(after.events)
             pauses.append({"point": f"runner {step.session}: {step.at}"})
             moves.append(Move(None, step))
-    return Served(
-        state, [o for o in outcomes if o is not None], pauses, tuple(events), tuple(moves)
-    )
+            after = advance(state, step, now, runner_point)
+            state = after.state
+            events.extend(after.events)
+            if after.crashed is not None:
+                return Served(state, outcomes, pauses, tuple(events), True, tuple(moves))
+    return Served(state, outcomes, pauses, tuple(events), False, tuple(moves))

@@ -20,7 +20,9 @@ is dropped: its request never got a response.
 
 Failpoints: ``crash_at`` goes to ``model.apply``; when it returns
 ``Crashed``, the request is journalled (the durable state it reached must
-survive) and the process exits at once, status 3, without responding.
+survive) and the process exits at once, status 3, without responding. A
+group's member may carry one too (``group.py`` says when it is reached);
+the group is journalled and the process dies the same way.
 
 Requests are validated strictly with the protocol's own types: an unknown op
 is ``unsupported``, any other malformed request ``invalid_request``. A line
@@ -198,7 +200,9 @@ def serve(
 def _group(state: State, request: dict[str, Any]) -> Any:
     members = request["requests"]
     ops = [op_from_wire({k: v for k, v in m.items() if k != "rid"}) for m in members]
-    return serve_group(state, ops, [m["rid"] for m in members], request.get("schedule", []))
+    rids = [m["rid"] for m in members]
+    points = [m.get("crash_at") for m in members]
+    return serve_group(state, ops, rids, request.get("schedule", []), points)
 
 
 def _serve_group(
@@ -211,16 +215,20 @@ def _serve_group(
         why = "every request of a group carries the group's now"
     elif len({m["rid"] for m in members}) != len(members):
         why = "the requests of a group need distinct rids"
-    code = "invalid_request"
-    if any("crash_at" in m for m in members):
-        code, why = "unsupported", "this adapter takes no crash_at inside a group"
+    elif sum("crash_at" in m for m in members) > 1:
+        why = "a group holds at most one failpoint (one kill)"
     if why is not None:
-        error = {"code": code, "message": why}
+        error = {"code": "invalid_request", "message": why}
         _respond(stdout, {"rid": request["rid"], "ok": False, "error": error})
         return state
     served = _group(state, request)
-    if changed(state, served.state):
+    if changed(state, served.state) or served.killed:
         journal.record_group({k: v for k, v in request.items() if k != "rid"})
+    if served.killed:
+        # A member's failpoint was reached: the implementation dies, and this
+        # adapter with it, so nothing is answered (every member is unknown).
+        print(f"inboxsim-model: group rid {request['rid']} killed", file=sys.stderr, flush=True)
+        os._exit(CRASH_EXIT)
     result = {"outcomes": served.outcomes, "pauses": served.pauses}
     _respond(stdout, {"rid": request["rid"], "ok": True, "result": result})
     return served.state

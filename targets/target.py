@@ -85,12 +85,16 @@ class ModelTarget:
         self.state = outcome.state
         return outcome.reply, observe(before, outcome.state, outcome.events)
 
-    def group(self, ops: list[Op], schedule: list[int]) -> tuple[GroupReply, Observed]:
-        """A concurrent group under the schedule (``group.py``)."""
+    def group(
+        self, ops: list[Op], schedule: list[int], crash_at: Sequence[str | None] = ()
+    ) -> tuple[GroupReply, Observed]:
+        """A concurrent group under the schedule, killed where a member's
+        failpoint is reached (``group.py``). The model stays up to answer the
+        members in flight as unknown, as an adapter in front of a server does."""
         before = self.state
-        served = serve_group(before, ops, list(range(1, len(ops) + 1)), schedule)
+        served = serve_group(before, ops, list(range(1, len(ops) + 1)), schedule, crash_at)
         self.state = served.state
-        reply = GroupReply(list(served.outcomes), served.pauses)
+        reply = GroupReply(list(served.outcomes), served.pauses, served.killed)
         return reply, observe(before, served.state, served.events)
 
     def group_steps(self, ops: list[Op], schedule: list[int]) -> GroupSteps:

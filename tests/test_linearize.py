@@ -30,6 +30,9 @@ from inboxsim.model import (
     Pending,
     Prompt,
     Resume,
+    RevertClear,
+    RevertCommit,
+    RevertStage,
     State,
     Synthetic,
     apply,
@@ -276,7 +279,7 @@ def test_real_time_order_is_respected() -> None:
     after = Shown((row("x", 0),), ())
     why = illegal(group(*requests, after=after))
     assert "r0's reply: model receipt x (user, steer), target prompt_conflict" in why
-    assert "r1 prompt" not in why.split("the deepest orders tried")[1].split("->")[0]
+    assert "r1 prompt" not in why.split("the orders tried (furthest first)")[1].split("->")[0]
     overlapping = [
         requests[0][:2] + (3,) + requests[0][3:],
         requests[1][:1] + (1, 2, requests[1][3]),
@@ -405,8 +408,10 @@ def _ops(rng: random.Random, before: State) -> list[Op]:
         lambda: rng.choice([Pending, Messages])(NOW, session=rng.choice(["s1", "s2"])),
         lambda: Calls(NOW),
         lambda: Fork(NOW, session="s1", child="f1"),
+        lambda: RevertStage(NOW, session="s1", message=rng.choice(["m0", "a", "y"])),
+        lambda: rng.choice([RevertCommit, RevertClear])(NOW, session=rng.choice(["s1", "s2"])),
     ]
-    weights = [6, 2, 1, 2, 1, 1, 1, 1, 1]
+    weights = [6, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1]
     return [rng.choices(pool, weights)[0]() for _ in range(rng.randrange(1, 6))]
 
 

@@ -56,7 +56,7 @@ def stepwise(state: State, op: Op, crash_at: str | None = None) -> Outcome:
         step = steps[0]
         if crash_at == "after_promotion" and step.at == "open":
             return Outcome(state.crashed(), Crashed(crash_at), tuple(events))
-        state, more = advance(state, step, op.now)
+        state, more, _ = advance(state, step, op.now)
         events += more
         if crash_at == "mid_promotion" and not promoted and any(e.type == "promoted" for e in more):
             return Outcome(state.crashed(), Crashed(crash_at), tuple(events))

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from inboxsim.model import G4, Answer, Create, Prompt, Synthetic
+from inboxsim.model import FAILPOINTS, G4, Answer, Create, Prompt, Synthetic
 from inboxsim.search.groups import GroupDriver
 from inboxsim.search.linearize import Illegal
 from inboxsim.targets.adapter import AdapterTarget
@@ -162,7 +162,8 @@ class SwappedReceipts(ModelTarget):
         reply, observed = super().group(ops, schedule)
         a, b = reply.outcomes[0], reply.outcomes[1]
         assert a is not None and b is not None
-        a["result"], b["result"] = b["result"], a["result"]
+        if "result" in a and "result" in b:
+            a["result"], b["result"] = b["result"], a["result"]
         return reply, observed
 
 
@@ -175,3 +176,84 @@ def test_a_target_that_swaps_two_receipts_is_not_linearizable() -> None:
     text = check.explain()
     assert "not linearizable" in text and "why each failed" in text
     assert "the target's interleaving: r0 request" in text
+
+
+# --- a kill while a group is in flight ------------------------------------------------
+
+
+def drive_kills(driver: GroupDriver, seed: int, groups: int) -> int:
+    """Groups that each carry one failpoint on a random member; returns how
+    many groups were killed (every one judged legal)."""
+    rng = random.Random(seed)
+    assert driver.run([Create(1, session="s1")]).legal
+    kills = 0
+    for k in range(groups):
+        now = 10 + k
+        ops = race(now, rng)
+        ops += [Answer(now, call=c.call, finish="stop") for c in driver.state.open_calls()]
+        points: list[str | None] = [None] * len(ops)
+        points[rng.randrange(len(ops))] = rng.choice(FAILPOINTS)
+        check = driver.run(ops, schedule(rng), points)
+        assert check.legal, check.explain()
+        kills += check.group.killed
+    return kills
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_groups_killed_at_a_members_failpoint_are_legal(seed: int) -> None:
+    assert drive_kills(GroupDriver(ModelTarget(G4, 4), G4, 4), seed, 8) > 0
+
+
+def test_a_killed_group_answers_the_members_in_flight_as_unknown() -> None:
+    target = ModelTarget(G4, 4)
+    target.request(Create(1, session="s1"))
+    ops = [Prompt(5, session="s1", input=x, text="t") for x in ("a", "b", "c")]
+    # b first (dies right after its admission), then nothing else is placed
+    reply, _ = target.group(ops, [1], [None, "after_admit", None])
+    assert reply.killed
+    assert [o.get("unknown", False) for o in reply.outcomes] == [True, True, True]
+    assert [r.input for r in target.state.store.sessions["s1"].pending] == ["b"]
+    assert not target.state.runs and not target.state.work  # crashed
+    # a runner failpoint armed by a placed member: a completes, then the boundary dies
+    target = ModelTarget(G4, 4)
+    target.request(Create(1, session="s1"))
+    reply, _ = target.group(ops[:2], [0, 0, 0, 0, 0], ["mid_promotion", None])
+    assert reply.killed and reply.outcomes[0]["ok"] and reply.outcomes[1]["ok"]
+    assert [m.id for m in target.state.store.sessions["s1"].transcript] == ["a"]
+    # a failpoint never reached leaves the group whole
+    reply, _ = ModelTarget(G4, 4).group([Create(5, session="s9")], [], ["after_admit"])
+    assert not reply.killed and reply.outcomes[0]["ok"]
+
+
+def test_the_model_adapter_dies_at_a_members_failpoint_and_replays_it(tmp_path: Path) -> None:
+    with AdapterTarget(MODEL, tmp_path / "d", 4) as target:
+        driver = GroupDriver(target, G4, 4)
+        assert drive_kills(driver, 3, 6) > 0
+
+
+class ForgetsAtKill(ModelTarget):
+    """A target whose kill loses everything the group did, acknowledged or not."""
+
+    def group(
+        self, ops: list[Any], schedule: list[int], crash_at: Any = ()
+    ) -> tuple[GroupReply, Any]:
+        before = self.state
+        reply, observed = super().group(ops, schedule, crash_at)
+        if reply.killed:
+            self.state = before.crashed()
+        return reply, observed
+
+
+def test_a_kill_that_loses_an_acknowledged_admission_is_not_linearizable() -> None:
+    driver = GroupDriver(ForgetsAtKill(G4, 4), G4, 4)
+    assert driver.run([Create(1, session="s1")]).legal
+    ops = [Prompt(5, session="s1", input=x, text=x) for x in ("a", "b")]
+    check = driver.run(ops, [0, 0, 0], [None, "after_admit"])  # a completes, b dies
+    assert check.group.killed and isinstance(check.verdict, Illegal)
+    text = check.explain()
+    assert "r0 prompt session=s1 input=a 'a': invoked 0, completed 1, target receipt a" in text
+    assert "r1 prompt session=s1 input=b 'b': invoked 0, completed never, target unknown" in text
+    assert "the group: 2 requests issued together, then the target was killed:" in text
+    assert "what the target showed after it (restarted):\n  s1: pending []; transcript []" in text
+    assert "-> log of s1: model [admitted:a], target nothing more at that place" in text
+    assert "the kill: r1 asked to crash at after_admit, and died there" in text

@@ -213,13 +213,12 @@ def test_a_batch_that_comes_back_twice_is_written_once(
     found) is absorbed once: keyed by its first run id."""
     from inboxsim.sim import sweep as sweep_module
 
-    def twice(pool, slots, tasks, absorb, over_budget, report):  # type: ignore[no-untyped-def]
-        for task in tasks:
-            outcome = sweep_module.run_batch(task)
-            absorb(outcome)
-            absorb(sweep_module.run_batch(task))
+    def twice(fn, make_tasks, **_options):  # type: ignore[no-untyped-def]
+        for task in make_tasks(2):
+            yield task, fn(task)
+            yield task, fn(task)
 
-    monkeypatch.setattr(sweep_module, "_run_pool", twice)
+    monkeypatch.setattr(sweep_module, "run_tasks", twice)
     with Store(tmp_path / "twice.duckdb") as store:
         report = sweep(_plan(12, ops=20, jobs=2), store)
         rows = store.con.execute("SELECT count(*), count(DISTINCT seed) FROM runs").fetchone()
