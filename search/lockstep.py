@@ -146,8 +146,9 @@ def _place(theirs: Iterable[Event], ours: Sequence[Iterable[Event]]) -> list[lis
     """The target's events of a group, placed on its members: the search
     matched the folded events one for one, in order per session, so each
     goes to the member the model's order gives its match; every other event
-    goes with the folded event before it (the first member's, before any),
-    which keeps each session's seqs in order along the members."""
+    goes with the folded event before it (before any, with the first member
+    the order gives events there), which keeps each session's seqs in order
+    along the members."""
     quotas: dict[str, list[int]] = {}  # session -> the member of each folded event, in order
     anyone: dict[str, int] = {}  # session -> a member with events there
     for k, events in enumerate(ours):
@@ -158,7 +159,9 @@ def _place(theirs: Iterable[Event], ours: Sequence[Iterable[Event]]) -> list[lis
     placed: list[list[Event]] = [[] for _ in ours]
     for sid, events in _events_by_session(theirs).items():
         owners = quotas.get(sid, [])
-        owner = owners[0] if owners else anyone.get(sid, len(placed) - 1)
+        # Before the first folded event: the first member the order gives
+        # anything there (a drain started before the group's admissions).
+        owner = anyone.get(sid, owners[0] if owners else len(placed) - 1)
         n = 0
         for e in events:
             if compare.folded(e) and n < len(owners):
