@@ -114,6 +114,16 @@ SchedulerOption = Annotated[
 TargetOption = Annotated[
     str, typer.Option("--target", help="What to run against: `model` (the reference model).")
 ]
+ConcurrencyOption = Annotated[
+    int,
+    typer.Option(
+        "--concurrency",
+        help="Most requests in a concurrent group: with N > 1 each seed also sends swarm-chosen "
+        "groups aimed at the races, interleaved by a schedule drawn from the seed. 1: every "
+        "request alone.",
+        min=1,
+    ),
+]
 
 
 @app.command()
@@ -134,6 +144,7 @@ def sweep(
     ] = None,
     target: TargetOption = "model",
     only_expected: OnlyExpectedOption = False,
+    concurrency: ConcurrencyOption = 1,
     executor: ExecutorOption = "local",
     scheduler: SchedulerOption = None,
     resume: Annotated[
@@ -171,6 +182,7 @@ def sweep(
             scheduler=scheduler,
             resume=resume,
             as_json=as_json,
+            concurrency=concurrency,
         )
     )
 
@@ -182,6 +194,7 @@ def replay(
     ops: OpsOption = 100,
     target: TargetOption = "model",
     only_expected: OnlyExpectedOption = False,
+    concurrency: ConcurrencyOption = 1,
     html: Annotated[
         str | None,
         typer.Option(
@@ -210,6 +223,7 @@ def replay(
             only_expected=only_expected,
             html=html,
             as_json=as_json,
+            concurrency=concurrency,
         )
     )
 
@@ -552,6 +566,15 @@ def conformance_command(
     shrink_seconds: Annotated[
         float, seconds("--shrink-seconds", "Time budget of each shrink.")
     ] = 60.0,
+    concurrency: ConcurrencyOption = 1,
+    free_running: Annotated[
+        bool,
+        typer.Option(
+            "--free-running",
+            help="With --concurrency: groups run without a schedule even where the adapter has "
+            "pause points (a failing seed is run once more: the report says if it reproduced).",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Lockstep against the model: the scenario library, then a seeded sweep.
@@ -579,6 +602,8 @@ def conformance_command(
             repro_dir=repro_dir,
             shrink_seconds=shrink_seconds,
             as_json=as_json,
+            concurrency=concurrency,
+            free_running=free_running,
         )
     )
 

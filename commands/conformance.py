@@ -29,6 +29,8 @@ def conformance(
     repro_dir: str,
     shrink_seconds: float,
     as_json: bool,
+    concurrency: int = 1,
+    free_running: bool = False,
 ) -> int:
     if no_library and seeds == 0:
         raise HarnessError(
@@ -54,6 +56,8 @@ def conformance(
         jobs=jobs,
         repro_dir=repro_dir,
         shrink_seconds=shrink_seconds,
+        concurrency=concurrency,
+        free_running=free_running,
     )
     batch = store_results(db, result) if db is not None else None
     if as_json:

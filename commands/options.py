@@ -16,8 +16,9 @@ def model_only(target: str) -> None:
 
 
 def sim_inputs(
-    policy: str, ops: int, target: str, only_expected: bool
+    policy: str, ops: int, target: str, only_expected: bool, concurrency: int = 1
 ) -> tuple[Policy, RunOptions]:
     """The policy and run options of a seeded command, its options checked."""
     model_only(target)
-    return load_policy(policy), RunOptions(ops=ops, only_expected=only_expected)
+    options = RunOptions(ops=ops, only_expected=only_expected, concurrency=concurrency)
+    return load_policy(policy), options

@@ -19,8 +19,9 @@ def replay(
     only_expected: bool,
     html: str | None,
     as_json: bool,
+    concurrency: int = 1,
 ) -> int:
-    the_policy, options = sim_inputs(policy, ops, target, only_expected)
+    the_policy, options = sim_inputs(policy, ops, target, only_expected, concurrency)
     result = run_seed(seed, the_policy, options)
     if html is not None:
         page = result_page(result, replay_command(seed, policy, options.to_dict()) or "")

@@ -27,8 +27,9 @@ def sweep(
     scheduler: str | None,
     resume: bool,
     as_json: bool,
+    concurrency: int = 1,
 ) -> int:
-    the_policy, options = sim_inputs(policy, ops, target, only_expected)
+    the_policy, options = sim_inputs(policy, ops, target, only_expected, concurrency)
     check_executor(executor, scheduler)
     plan = SweepPlan(
         policy,

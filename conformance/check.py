@@ -66,8 +66,16 @@ from ..targets.protocol import ProtocolError
 from ..targets.target import ModelTarget
 from .mutants import MUTANTS, check_mutant
 
-VERDICTS = ("held", "violated", "diverged", "protocol error", "not testable", "not exercised")
-FAILING = frozenset({"violated", "diverged", "protocol error"})
+VERDICTS = (
+    "held",
+    "violated",
+    "diverged",
+    "nondeterministic",
+    "protocol error",
+    "not testable",
+    "not exercised",
+)
+FAILING = frozenset({"violated", "diverged", "nondeterministic", "protocol error"})
 TARGETS = ("sqlite", "model-adapter", "opencode")
 DEFAULT_OPS = 40
 SHRINKABLE = frozenset({"diverged", "violated"})  # failures shrunk to a repro file
@@ -277,6 +285,8 @@ def repro_command(
     seed: int | None = None,
     ops: int = DEFAULT_OPS,
     timeout: float = DEFAULT_TIMEOUT,
+    concurrency: int = 1,
+    free: bool = False,
 ) -> str:
     words = ["inboxsim", "conformance", "--adapter", shlex.join(command), "--policy", policy]
     if timeout != DEFAULT_TIMEOUT:
@@ -285,6 +295,8 @@ def repro_command(
         words += ["--scenario", scenario, "--seeds", "0"]
     if seed is not None:
         words += ["--no-library", "--seed-start", str(seed), "--seeds", "1", "--ops", str(ops)]
+    if concurrency > 1:
+        words += ["--concurrency", str(concurrency)] + (["--free-running"] if free else [])
     return shlex.join(words)
 
 
@@ -294,8 +306,11 @@ def repro_command(
 class _Lockstep:
     """Makes lockstep targets, each adapter in a fresh folder, and closes them."""
 
-    def __init__(self, command: Sequence[str], timeout: float, base: Path, name: str) -> None:
+    def __init__(
+        self, command: Sequence[str], timeout: float, base: Path, name: str, free: bool = False
+    ) -> None:
         self.command = list(command)
+        self.free = free
         self.timeout = timeout
         self.base = base
         self.name = name
@@ -308,6 +323,7 @@ class _Lockstep:
         lock = LockstepTarget(
             ModelTarget(policy, step_limit),
             AdapterTarget(self.command, folder, step_limit, self.timeout, name=self.name),
+            free=self.free,
         )
         self.made.append(lock)
         return lock
@@ -434,6 +450,7 @@ class SeedOutcome:
     steps: int = 0
     kills: int = 0  # SIGKILLs between requests (a run that ended; 0 otherwise)
     failpoint_crashes: int = 0  # requests the adapter died in, at their crash_at
+    replies: list[str] = field(default_factory=list)  # the target's, normalized, in order
 
 
 def seed_item(
@@ -445,18 +462,79 @@ def seed_item(
     timeout: float,
     base: Path,
     name: str = "target",
+    concurrency: int = 1,
+    free: bool = False,
 ) -> SeedOutcome:
-    """One seeded run through :func:`.run.run_seed` with a lockstep target."""
+    """One seeded run through :func:`.run.run_seed` with a lockstep target.
 
-    repro = repro_command(command, policy_arg, seed=seed, ops=ops, timeout=timeout)
-    lockstep = _Lockstep(command, timeout, base / f"seed-{seed}", name)
+    With ``concurrency`` > 1 the seed sends concurrent groups, each judged by
+    the linearizability search; a seed that fails is run once more against a
+    fresh target first, and when the target's own replies differ between the
+    two runs (the same requests and schedules) the verdict is
+    ``nondeterministic``, with both runs' replies, rather than the failure.
+    ``free``: groups run without a schedule even where the target has pause
+    points (the rerun is then a reproduction rate of one, not a replay)."""
+    outcome = _seed_once(
+        seed, command, policy, policy_arg, ops, timeout, base, name, concurrency, free
+    )
+    if concurrency > 1 and outcome.item.verdict in SHRINKABLE:
+        first = outcome.replies
+        again = _seed_once(
+            seed, command, policy, policy_arg, ops, timeout, base / "again", name, concurrency, free
+        )
+        if free:
+            outcome.item.detail += f"\nrun again free: {again.item.verdict}" + (
+                " (reproduced)" if again.item.verdict in SHRINKABLE else " (did not reproduce)"
+            )
+        elif again.replies != first:
+            at = next(
+                (i for i, (a, b) in enumerate(zip(first, again.replies, strict=False)) if a != b),
+                min(len(first), len(again.replies)),
+            )
+            item = outcome.item
+            item.detail = (
+                f"the target answered differently when the seed ran again (same requests, same "
+                f"schedules): reply {at} was {_nth(first, at)} then {_nth(again.replies, at)}; "
+                f"the first run's verdict was {item.verdict}:\n{item.detail}"
+            )
+            item.failure = {
+                "key": "nondeterministic",
+                "first": {"verdict": item.verdict, "replies": first},
+                "again": {"verdict": again.item.verdict, "replies": again.replies},
+            }
+            item.verdict = "nondeterministic"
+            outcome.violations = []
+    return outcome
+
+
+def _nth(replies: Sequence[str], i: int) -> str:
+    return replies[i] if i < len(replies) else "(no reply: the run had ended)"
+
+
+def _seed_once(
+    seed: int,
+    command: Sequence[str],
+    policy: Policy,
+    policy_arg: str,
+    ops: int,
+    timeout: float,
+    base: Path,
+    name: str,
+    concurrency: int,
+    free: bool = False,
+) -> SeedOutcome:
+    repro = repro_command(
+        command, policy_arg, seed=seed, ops=ops, timeout=timeout, concurrency=concurrency, free=free
+    )
+    lockstep = _Lockstep(command, timeout, base / f"seed-{seed}", name, free)
     started = time.perf_counter()
     violations: list[tuple[str, str]] = []
     exercised: set[str] = set()
     steps = kills = crashes = requests = 0
     error: ProtocolError | None = None
     try:
-        result = run_seed(seed, policy, RunOptions(ops=ops, only_expected=True), target=lockstep)
+        options = RunOptions(ops=ops, only_expected=True, concurrency=concurrency)
+        result = run_seed(seed, policy, options, target=lockstep)
     except Divergence as div:
         item = Item("seed", str(seed), "diverged", div.render(), repro)
         item.failure = divergence_failure(div)
@@ -492,7 +570,8 @@ def seed_item(
     lockstep.readiness(item, error)
     item.seconds = time.perf_counter() - started
     item.steps = requests
-    return SeedOutcome(item, violations, exercised, not_testable, steps, kills, crashes)
+    replies = [r for lock in lockstep.made for r in lock.replies]
+    return SeedOutcome(item, violations, exercised, not_testable, steps, kills, crashes, replies)
 
 
 # --- seeds in worker processes ----------------------------------------------------
@@ -510,6 +589,8 @@ class _SeedRun:
     ops: int
     timeout: float
     name: str
+    concurrency: int = 1
+    free: bool = False
 
 
 def _seed_batch(run: _SeedRun, seeds: tuple[int, ...]) -> list[SeedOutcome]:
@@ -525,11 +606,26 @@ def _seed_batch(run: _SeedRun, seeds: tuple[int, ...]) -> list[SeedOutcome]:
     with scratch.folder("conformance") as folder:
         for seed in seeds:
             outcome = seed_item(
-                seed, argv, run.policy, run.policy_arg, run.ops, run.timeout, folder, run.name
+                seed,
+                argv,
+                run.policy,
+                run.policy_arg,
+                run.ops,
+                run.timeout,
+                folder,
+                run.name,
+                run.concurrency,
+                run.free,
             )
             # The repro is the client's command line, whatever this machine's paths.
             outcome.item.repro = repro_command(
-                run.argv, run.policy_arg, seed=seed, ops=run.ops, timeout=run.timeout
+                run.argv,
+                run.policy_arg,
+                seed=seed,
+                ops=run.ops,
+                timeout=run.timeout,
+                concurrency=run.concurrency,
+                free=run.free,
             )
             out.append(outcome)
             watch.see(outcome.item.never_ready, outcome.item.ready)
@@ -556,7 +652,16 @@ def _seed_outcomes(
             yield (
                 seed,
                 seed_item(
-                    seed, run.argv, run.policy, run.policy_arg, run.ops, run.timeout, base, run.name
+                    seed,
+                    run.argv,
+                    run.policy,
+                    run.policy_arg,
+                    run.ops,
+                    run.timeout,
+                    base,
+                    run.name,
+                    run.concurrency,
+                    run.free,
                 ),
             )
         return
@@ -606,6 +711,8 @@ def conformance(
     jobs: int = 1,
     executor: str = "local",
     scheduler: str | None = None,
+    concurrency: int = 1,
+    free_running: bool = False,
 ) -> ConformanceReport:
     """Check an adapter (``command``: argv list or a command line) against the
     model under ``policy``: the scenario library (``scenarios`` narrows it to
@@ -619,7 +726,11 @@ def conformance(
     named in the item's ``repro_file``. ``jobs`` > 1 runs the seeds in that
     many worker processes, each starting its own adapters; ``executor="dask"``
     runs them on a Dask cluster (``scheduler``, or a local one of ``jobs``
-    workers): see :func:`_seed_outcomes`. The library always runs here."""
+    workers): see :func:`_seed_outcomes`. The library always runs here.
+    ``concurrency`` > 1 makes each seed send concurrent groups of up to that
+    many requests (the adapter must list the feature ``group``; see
+    :func:`seed_item`); ``free_running``: without schedules, even where the
+    adapter has pause points."""
 
     argv = split_command(command) if isinstance(command, str) else list(command)
     if not argv:
@@ -628,6 +739,8 @@ def conformance(
         raise HarnessError("--seeds, --seed-start and --ops must be non-negative")
     if jobs < 1:
         raise HarnessError(f"--jobs must be at least 1, not {jobs}")
+    if concurrency < 1:
+        raise HarnessError(f"--concurrency must be at least 1, not {concurrency}")
 
     check_executor(executor, scheduler)
     the_policy = load_policy(policy)
@@ -669,7 +782,7 @@ def conformance(
                 not_testable.setdefault(k, v)
         exercised: set[str] = set()
         violated: dict[str, tuple[int, str, str]] = {}
-        run = _SeedRun(argv, the_policy, policy, ops, timeout, name)
+        run = _SeedRun(argv, the_policy, policy, ops, timeout, name, concurrency, free_running)
         outcomes = stack.enter_context(
             contextlib.closing(
                 _seed_outcomes(
@@ -717,6 +830,11 @@ def conformance(
         for feature, why in sorted(not_testable.items()):
             report.items.append(Item("feature", feature, "not testable", why))
         out = Path(repro_dir) if repro_dir is not None else Path("inboxsim-repros")
+        if concurrency > 1:  # a concurrent seed replays only where scenarios have groups
+            for item, _ in failing:
+                if item.kind == "seed":
+                    item.detail += "\n(not shrunk: concurrent seeds are not shrunk yet)"
+            failing = [(i, w) for i, w in failing if i.kind != "seed"]
         for item, what in failing[: max(0, shrink)]:
             say(f"conformance: shrinking {item.kind} {item.item} through the adapter")
             attach_repro(

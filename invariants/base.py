@@ -133,6 +133,12 @@ class Checker:
     ids: ClassVar[tuple[str, ...]] = ()
     ops: ClassVar[tuple[type, ...] | None] = None
     events: ClassVar[tuple[str, ...] | None] = ()
+    quiescent: ClassVar[bool] = False
+    """Its ``end`` judges what a step shows once the target is quiescent
+    again (a wake's execution, a boundary's call, a session gone idle), as
+    every sequential step is. A member of a concurrent group that did not
+    start and end quiescent (``StepCtx.busy_before``, ``runner_busy``: the
+    runner was mid-drain) is not judged by it; its other hooks still run."""
     step_scoped: ClassVar[tuple[str, ...]] = ()
     """Attributes that live for one step only: assigned before any read in
     every step that reads them, dead once the step ends. The explorer's

@@ -27,6 +27,7 @@ ALLOWANCE = "step-allowance"
 
 class BoundaryContentChecker(Checker):
     ids = (STEER_BATCH, IDLE, FIFO, WAITS, ORDER, BACKGROUND)
+    quiescent = True
     ops = None
 
     def end(self, ctx: StepCtx) -> None:
@@ -185,6 +186,7 @@ class AllowanceChecker(Checker):
     ``final`` marks the allowance's last step; a compaction call is step 0."""
 
     ids = (ALLOWANCE,)
+    quiescent = True
     ops = None
 
     def end(self, ctx: StepCtx) -> None:

@@ -42,6 +42,7 @@ class WakeChecker(Checker):
     """Spec 4.24 and 4.25, and the protocol's forced drain."""
 
     ids = (WAKE, LAZY)
+    quiescent = True
     step_scoped = ("staged",)
     ops = (Prompt, Synthetic, Compact, Resume)
 
@@ -147,6 +148,7 @@ class LifecycleChecker(Checker):
     target has shown execution events at all."""
 
     ids = (LIFECYCLE,)
+    quiescent = True
     events = tuple(sorted(EXEC_TYPES | TERMINALS))
 
     def __init__(self, *args: Any) -> None:
@@ -217,6 +219,7 @@ class FollowUpChecker(Checker):
     otherwise the session goes idle."""
 
     ids = (FOLLOW_UP,)
+    quiescent = True
     step_scoped = ("pending",)
     ops = (Answer,)
 
@@ -474,6 +477,7 @@ class InterruptChecker(Checker):
     barrier waiting behind an interrupted step stays."""
 
     ids = (INTERRUPT_KEEPS, IDLE_INTERRUPT)
+    quiescent = True
     step_scoped = ("known", "rows", "shown")
     ops = (Interrupt,)
 

@@ -45,7 +45,7 @@ from .history import ForkChecker, RevertChecker
 from .liveness import LivenessChecker
 from .promotion import AtomicChecker, BoundaryChecker, PromotionEventChecker
 from .registry import REGISTRY, expected
-from .retry import ErrorChecker, ReuseChecker
+from .retry import ConcurrentRetryChecker, ErrorChecker, ReuseChecker
 from .sequence import SequenceChecker
 from .tracker import SessionShadow, StepCtx, Tracker
 from .transcript import ContextChecker, NotHistoryChecker, TranscriptViewChecker
@@ -58,6 +58,7 @@ CHECKERS: tuple[type[Checker], ...] = (
     OmittedIdChecker,
     BeforeWakeChecker,
     ReuseChecker,
+    ConcurrentRetryChecker,
     ErrorChecker,
     PromotionEventChecker,
     AtomicChecker,
@@ -103,7 +104,10 @@ def _plan(kinds: tuple[type[Checker], ...], name: str, kind: Any) -> tuple[int, 
     if plan is None:
         chosen = []
         for i, cls in enumerate(kinds):
-            if getattr(cls, name) is getattr(Checker, name):
+            if name == "end_async":  # a busy group member's end: the checkers not quiescent
+                if cls.quiescent or cls.end is Checker.end:
+                    continue
+            elif getattr(cls, name) is getattr(Checker, name):
                 continue  # the base's no-op: never called
             cares = cls.events if name == "event" else cls.ops
             if cares is None or (kind is not None and kind in cares):
@@ -146,6 +150,7 @@ class Monitor:
         self._kinds = tuple(type(c) for c in self.checkers)
         self._begin: dict[type | None, list[Hook]] = {}
         self._end: dict[type | None, list[Hook]] = {}
+        self._end_async: dict[type | None, list[Hook]] = {}  # a busy group member's
         self._events: dict[str, list[EventHook]] = {}
         self._finished: list[Violation] | None = None
 
@@ -156,7 +161,7 @@ class Monitor:
         clone = Monitor.__new__(Monitor)
         memo[id(self)] = clone
         for name, value in self.__dict__.items():
-            if name in ("_begin", "_end", "_events"):
+            if name in ("_begin", "_end", "_end_async", "_events"):
                 setattr(clone, name, {})
             else:
                 setattr(clone, name, copy.deepcopy(value, memo))
@@ -166,6 +171,7 @@ class Monitor:
         """Pickled without the dispatch tables (caches of bound methods)."""
         state = self.__dict__.copy()
         state["_begin"], state["_end"], state["_events"] = {}, {}, {}
+        state["_end_async"] = {}
         return state
 
     def clone(self) -> Monitor:
@@ -184,6 +190,7 @@ class Monitor:
         clone.checkers = [c.clone(env) for c in self.checkers]
         clone._kinds = self._kinds
         clone._begin, clone._end, clone._events = {}, {}, {}
+        clone._end_async = {}
         clone._finished = None
         return clone
 
@@ -193,7 +200,8 @@ class Monitor:
         monitor and kind."""
         plan = _plan(self._kinds, name, kind)
         checkers = self.checkers
-        hooks = table[kind] = [getattr(checkers[i], name) for i in plan]
+        method = "end" if name == "end_async" else name
+        hooks = table[kind] = [getattr(checkers[i], method) for i in plan]
         return hooks
 
     def feed(self, step: Step) -> list[Violation]:
@@ -221,9 +229,14 @@ class Monitor:
                     event_hook(ctx, ev, sh)
                 tracker.apply(ctx, ev)
         tracker.observe(ctx)
-        end: list[Hook] | None = self._end.get(op_type)
-        if end is None:
-            end = self._hooks(self._end, "end", op_type)
+        if ctx.runner_busy or ctx.busy_before:  # a group member while the runner worked
+            end = self._end_async.get(op_type)
+            if end is None:
+                end = self._hooks(self._end_async, "end_async", op_type)
+        else:
+            end = self._end.get(op_type)
+            if end is None:
+                end = self._hooks(self._end, "end", op_type)
         for hook in end:
             hook(ctx)
         tracker.settle(ctx)

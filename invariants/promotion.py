@@ -131,6 +131,7 @@ class BoundaryChecker(Checker):
     before a model call opens for that session."""
 
     ids = (AT_BOUNDARY,)
+    quiescent = True
     ops = None
 
     def end(self, ctx: StepCtx) -> None:

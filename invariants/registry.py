@@ -176,6 +176,19 @@ _ENTRIES: tuple[Invariant, ...] = (
         "of the admission record",
     ),
     Invariant(
+        "concurrent-retry",
+        "Exact retries of one ID sent together (one concurrent group) produce one admission "
+        "event and identical receipts: each answers as the first did, field for field, or each "
+        "fails.",
+        "spec §4.22 (under the stored receipt, as retry-same-receipt: where a retry after "
+        "promotion is answered from the message, a twin that lands after the promotion differs)",
+        ("retry", "concurrency"),
+        When.of(retry_after_promotion=("admission_record",)),
+        "a retry checked in one transaction and inserted in another (check-then-insert): two "
+        "racing twins both find the ID unknown and both admit it "
+        "(race-retry-check-then-insert)",
+    ),
+    Invariant(
         "conflict-rejected",
         "Reusing a live ID in its session and kind with another payload or delivery fails with "
         "the kind's conflict error (after promotion, delivery counts only where retries are "
@@ -583,12 +596,6 @@ UNOBSERVABLE: tuple[Unobservable, ...] = (
         "Instructions before promotion.",
         "instruction events reach the harness only as opaque other:* events, and the protocol has "
         "no instruction baseline that could fail",
-    ),
-    Unobservable(
-        "spec §4.22",
-        "Concurrent exact retries produce one admission and identical receipts.",
-        "the protocol is strictly one request at a time; the sequential form is judged by "
-        "retry-silent and retry-same-receipt",
     ),
     Unobservable(
         "spec §4.27",

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..model.ops import Compact, Fork, Prompt, Synthetic
-from ..model.values import Event
+from ..model.values import Err, Event, Reply, canonical_json
+from ..trace.record import group_of
 from . import words
 from .base import Checker
 from .tracker import CONFLICT, Life, Owner, SessionShadow, StepCtx, request_kind, same_json
@@ -17,6 +18,7 @@ SAME = "retry-same-receipt"
 REJECTED = "conflict-rejected"
 NAMESPACE = "id-namespace"
 ERR_NOTHING = "error-changes-nothing"
+CONCURRENT = "concurrent-retry"
 
 
 def _code(ctx: StepCtx) -> str:
@@ -274,3 +276,79 @@ class ErrorChecker(Checker):
                 )
         if ctx.new_calls or (ctx.calls_changed and set(ctx.calls_before) != set(self.t.open)):
             env.fail(ERR_NOTHING, (ctx.index,), f"{what} yet the open model calls changed")
+
+
+class ConcurrentRetryChecker(Checker):
+    """Spec 4.22: exact retries of one ID sent together, in one concurrent
+    group (``trace.record.group_of``), give one admission and identical
+    receipts. Judged over the group's steps: every such twin answers as the
+    first did (field for field; or each fails), and the group appends at
+    most one admission event for an ID its requests name. The sequential
+    form, one retry after another, is retry-silent's and retry-same-receipt's."""
+
+    ids = (CONCURRENT,)
+    ops = (Prompt, Synthetic, Compact)
+    events = ("admitted", "compaction_admitted")
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.group = -1  # the first step of the group being judged
+        self.inputs: set[str] = set()  # the IDs the group's requests name
+        self.replies: dict[str, tuple[int, Reply]] = {}  # request -> its first step, reply
+        self.admitted: dict[str, int] = {}  # input -> admission events in the group
+
+    def _enter(self, ctx: StepCtx) -> bool:
+        mark = group_of(ctx.step.decision)
+        if mark is None:
+            return False
+        if mark.first != self.group:
+            self.group, self.inputs, self.replies, self.admitted = mark.first, set(), {}, {}
+        return True
+
+    def begin(self, ctx: StepCtx) -> None:
+        ident = getattr(ctx.op, "input", None)
+        if self._enter(ctx) and ident is not None:
+            self.inputs.add(ident)
+
+    def event(self, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
+        if not self._enter(ctx) or ev.input not in self.inputs:
+            return
+        n = self.admitted[ev.input] = self.admitted.get(ev.input, 0) + 1
+        if n > 1:
+            self.env.fail(
+                CONCURRENT,
+                (self.group, ctx.index),
+                f"the group of steps {self.group}..{ctx.index} admitted {ev.input} {n} times "
+                f"(seq {ev.seq} of {ev.session}): concurrent exact retries produce one admission",
+            )
+
+    def end(self, ctx: StepCtx) -> None:
+        op, reply = ctx.op, ctx.reply
+        if not self._enter(ctx) or op is None or reply is None or ctx.crashed:
+            return
+        if getattr(op, "input", None) is None:
+            return
+        wire = op.to_wire()
+        wire.pop("now", None)
+        key = canonical_json(wire)
+        first = self.replies.get(key)
+        if first is None:
+            self.replies[key] = (ctx.index, reply)
+            return
+        self.env.hit(CONCURRENT)
+        step, earlier = first
+        if earlier == reply or (isinstance(earlier, Err) and ctx.err):
+            return  # the same receipt; or both failed (a conflict with an older request)
+        self.env.fail(
+            CONCURRENT,
+            (step, ctx.index),
+            f"exact retries of {wire['input']} in one group (steps {step} and {ctx.index}) "
+            f"answered {_said(earlier)} and {_said(reply)}: concurrent exact retries give "
+            "identical receipts",
+        )
+
+
+def _said(reply: Reply) -> str:
+    if isinstance(reply, Err):
+        return f"error {reply.code}"
+    return canonical_json(getattr(reply, "result", None))

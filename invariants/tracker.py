@@ -45,7 +45,7 @@ from ..model.ops import (
 )
 from ..model.policy import Policy
 from ..model.values import Call, Crashed, Err, Event, Ok, canonical_json
-from ..trace.record import MessageView, PendingView, Step
+from ..trace.record import MessageView, PendingView, Step, group_of
 
 EXEC_TYPES = frozenset({"execution_started", "promoted", "step_started", "compaction_started"})
 TERMINALS = frozenset({"execution_succeeded", "execution_failed", "execution_interrupted"})
@@ -234,6 +234,8 @@ class StepCtx:
         "fork_from_view",
         "result",
         "collisions",
+        "runner_busy",
+        "busy_before",
     )
 
     def __init__(self, step: Step, calls_before: dict[str, Call]) -> None:
@@ -268,6 +270,15 @@ class StepCtx:
         self.exec_started: dict[str, int] = {}
         self.fork_from_view: set[str] = set()
         self.collisions: list[tuple[str, str]] = []  # (copy id, the session already holding it)
+        # A member of a concurrent group after which the target's runner still
+        # had work (trace.record.group_of): its observation is not quiescent,
+        # so what the runner does next (a wake's execution, a boundary's call,
+        # an idle session's end) is not yet due; the group's end is.
+        mark = group_of(step.decision)
+        self.runner_busy = mark is not None and mark.busy
+        # The step before was such a member: this one did not start quiescent,
+        # so a session without an open call may still be mid-execution.
+        self.busy_before = False
 
     def new_step_call(self, session: str) -> Call | None:
         for c in self.new_calls:
@@ -357,6 +368,7 @@ class Tracker:
         self.emits_steps = False
         self.last_crash = -1
         self.last_index = -1
+        self.busy = False  # the last step was a group member after which the runner had work
 
     def clone(self) -> Tracker:
         """A copy that changes independently (the explorer judges each child
@@ -499,6 +511,7 @@ class Tracker:
             for sh in self.sessions.values():
                 sh.exec_open = False
         ctx = StepCtx(step, calls)
+        ctx.busy_before, self.busy = self.busy, ctx.runner_busy
         op = ctx.op
         if isinstance(op, Answer) and not ctx.err:
             ctx.answered = self.calls_by_id.get(op.call)
@@ -604,21 +617,26 @@ class Tracker:
                 opened.cont = None
                 opened.bg.clear()
         sid = ctx.session
-        if ctx.ok and sid is not None and sid in ctx.calls_before and sid in self.sessions:
+        # A wake rung while the session's execution runs: with a call open, or
+        # mid-drain in a concurrent group (the step before left the runner busy).
+        during = sid in ctx.calls_before or ctx.busy_before
+        if ctx.ok and sid is not None and during and sid in self.sessions:
             sh = self.sessions[sid]
             if isinstance(op, (Prompt, Synthetic, Compact)):
                 staged = sh.staged if isinstance(op, Synthetic) else None
                 if self.wakes(ctx, staged) and sh.doorbell is None:
                     sh.doorbell = i
-                if isinstance(op, Synthetic) and ctx.calls_before[sid].kind == "step":
+                running = ctx.calls_before.get(sid)
+                if isinstance(op, Synthetic) and running is not None and running.kind == "step":
                     for x, (_, row) in ctx.admitted.items():
                         if row.session == sid and row.delivery == "steer":
                             sh.bg[x] = (row, i)
         if ctx.ok and op is not None and op.OP == "interrupt" and sid in self.sessions:
             _reset_drain(self.sessions[sid])
         # A session with no open call once the request quiesced is idle: its
-        # execution is over, and so is everything volatile about it.
-        for s in set(ctx.calls_before) | set(ctx.by_session):
+        # execution is over, and so is everything volatile about it. (A group
+        # member after which the runner had work did not quiesce.)
+        for s in () if ctx.runner_busy else set(ctx.calls_before) | set(ctx.by_session):
             if s not in self.open and s in self.sessions:
                 _reset_drain(self.sessions[s])
 

@@ -36,8 +36,16 @@ COLUMNS = (
     "steps",
     "failure",
 )
-FAILING = ("violated", "diverged", "protocol error")
-ORDER = ("held", "violated", "diverged", "protocol error", "not testable", "not exercised")
+FAILING = ("violated", "diverged", "nondeterministic", "protocol error")
+ORDER = (
+    "held",
+    "violated",
+    "diverged",
+    "nondeterministic",
+    "protocol error",
+    "not testable",
+    "not exercised",
+)
 
 
 def load_conformance(con: Any) -> list[Row]:

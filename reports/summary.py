@@ -113,7 +113,9 @@ def replay_command(seed: int | None, policy: str, options: dict[str, Any]) -> st
     if seed is None:
         return None
     cmd = f"inboxsim replay {seed} --policy {shlex.quote(policy)} --ops {options.get('ops', 100)}"
-    return cmd + (" --only-expected" if options.get("only_expected") else "")
+    cmd += " --only-expected" if options.get("only_expected") else ""
+    concurrency = options.get("concurrency", 1)
+    return cmd + (f" --concurrency {concurrency}" if concurrency > 1 else "")
 
 
 def _replay(run: Row) -> str | None:

@@ -28,10 +28,12 @@ from typing import Any, Protocol
 from ..model import (
     DEFAULT_STEP_LIMIT,
     G4,
+    Call,
     Calls,
     Crashed,
     Create,
     Err,
+    Event,
     Fork,
     Log,
     Messages,
@@ -40,12 +42,13 @@ from ..model import (
     Pending,
     Policy,
     Reply,
+    State,
     apply,
     initial_state,
 )
 from ..targets.group import GroupReply
 from ..targets.target import hello_op
-from ..trace.record import Observed
+from ..trace.record import MessageView, Observed, PendingView
 from .history import Group, Request, Shown, Unknown, returned_from_wire, shown_from_wire
 from .linearize import Illegal, Legal, Undecided, Verdict, linearize
 
@@ -131,12 +134,11 @@ class GroupDriver:
             more = (crash_at,) if any(crash_at) else ()
             served, _ = self.target.group(sent, list(schedule), *more)
             outcomes, pauses, killed = served.outcomes, served.pauses, served.killed
-        requests = tuple(_request(op, o) for op, o in zip(ops, outcomes, strict=True))
         # A member with no outcome was in flight when the implementation died.
-        killed = killed or any(isinstance(r.returned, Unknown) for r in requests)
+        killed = killed or any(o is None or o.get("unknown") for o in outcomes)
         now = max(op.now for op in ops)
         after = self._shown(ops, outcomes, now)
-        group = Group(self.state, requests, after, killed, ids=dict(self.ids))
+        group = history(self.state, ops, outcomes, after, self.ids, killed)
         verdict = linearize(group)
         if isinstance(verdict, Legal):
             self.state = verdict.state
@@ -195,6 +197,48 @@ def _wire(reply: Reply) -> dict[str, Any] | None:
             "completed": 1.0,
         }
     return {"ok": True, "result": reply.result, "invoked": 0.0, "completed": 1.0}
+
+
+def history(
+    before: State,
+    ops: Sequence[Op],
+    outcomes: Sequence[Mapping[str, Any] | None],
+    after: Mapping[str, Shown],
+    ids: Mapping[str, str],
+    killed: bool = False,
+) -> Group:
+    """The group the checker judges: ``ops`` in the model's terms, each with
+    the target's wire outcome (None: nothing came back), what the target
+    showed after it, and which model ID stands for which target ID."""
+    requests = tuple(_request(op, o) for op, o in zip(ops, outcomes, strict=True))
+    return Group(before, requests, after, killed, dict(ids))
+
+
+def renamed(observed: Observed, names: Mapping[str, str]) -> Observed:
+    """The model's observation with its IDs renamed as the search matched
+    them (the model's -> the target's); names not listed stay."""
+
+    def n(ident: str | None) -> str | None:
+        return None if ident is None else names.get(ident, ident)
+
+    def call(c: Call) -> Call:
+        return replace(c, call=n(c.call) or "", context=tuple(n(x) or "" for x in c.context))
+
+    def event(e: Event) -> Event:
+        return replace(e, input=n(e.input))
+
+    def row(r: PendingView) -> PendingView:
+        return replace(r, input=n(r.input) or "")
+
+    def msg(m: MessageView) -> MessageView:
+        return replace(m, id=n(m.id) or "", copied_from=n(m.copied_from))
+
+    return Observed(
+        tuple(event(e) for e in observed.events),
+        tuple((sid, tuple(row(r) for r in rows)) for sid, rows in observed.pending),
+        tuple((sid, tuple(msg(m) for m in msgs)) for sid, msgs in observed.transcript),
+        None if observed.calls is None else tuple(call(c) for c in observed.calls),
+    )
 
 
 def _request(op: Op, outcome: Mapping[str, Any] | None) -> Request:

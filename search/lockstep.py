@@ -72,12 +72,24 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..invariants import Monitor
-from ..model import Call, Crashed, Err, Hello, Ok, Op, Reply
+from ..model import Call, Crashed, Err, Event, Hello, Ok, Op, Reply
 from ..scenarios.runner import MonitorFactory, run_scenario
 from ..sim.workload import NO_METADATA
-from ..targets.target import Target
+from ..targets.group import GroupSteps, Member, member_reply
+from ..targets.target import ModelTarget, Target, group_members, observe
 from ..trace.decode import call_from_wire, message_from_wire, pending_from_wire
-from ..trace.record import MessageView, Observed, PendingView, observed_wire, reply_wire
+from ..trace.record import (
+    NOTHING,
+    MessageView,
+    Observed,
+    PendingView,
+    observed_wire,
+    reply_wire,
+)
+from . import compare
+from .groups import history, renamed
+from .history import Msg, Row, Shown
+from .linearize import Legal, linearize
 
 VISIBLE = ("user", "synthetic")
 # The hello feature each operation needs (docs/protocol.md, "Features").
@@ -109,6 +121,94 @@ class NotTestable(HarnessError):
 
 
 # --- the divergence -----------------------------------------------------------
+
+
+def _group_reply(outcome: dict[str, Any] | None) -> Reply:
+    if outcome is None or outcome.get("unknown"):
+        return Crashed("group")
+    return member_reply(outcome)
+
+
+def _said(outcome: dict[str, Any] | None, labels: dict[str, str]) -> str:
+    """A group member's reply for the nondeterminism check: generated IDs by
+    their lockstep label, error messages left out (free text)."""
+    if outcome is None or outcome.get("unknown"):
+        return json.dumps({"unknown": "group"})
+    said = {k: outcome[k] for k in ("ok", "result", "error") if k in outcome}
+    if isinstance(said.get("error"), dict):
+        said["error"] = said["error"].get("code")
+    result = said.get("result")
+    if isinstance(result, dict) and isinstance(result.get("input"), str):
+        said["result"] = {**result, "input": labels.get(result["input"], result["input"])}
+    return json.dumps(said, sort_keys=True, default=str)
+
+
+def _place(theirs: Iterable[Event], ours: Sequence[Iterable[Event]]) -> list[list[Event]]:
+    """The target's events of a group, placed on its members: the search
+    matched the folded events one for one, in order per session, so each
+    goes to the member the model's order gives its match; every other event
+    goes with the folded event before it (before any, with the first member
+    the order gives events there), which keeps each session's seqs in order
+    along the members."""
+    quotas: dict[str, list[int]] = {}  # session -> the member of each folded event, in order
+    anyone: dict[str, int] = {}  # session -> a member with events there
+    for k, events in enumerate(ours):
+        for e in events:
+            anyone.setdefault(e.session, k)
+            if compare.folded(e):
+                quotas.setdefault(e.session, []).append(k)
+    placed: list[list[Event]] = [[] for _ in ours]
+    for sid, events in _events_by_session(theirs).items():
+        owners = quotas.get(sid, [])
+        # Before the first folded event: the first member the order gives
+        # anything there (a drain started before the group's admissions).
+        owner = anyone.get(sid, owners[0] if owners else len(placed) - 1)
+        n = 0
+        for e in events:
+            if compare.folded(e) and n < len(owners):
+                owner = owners[n]
+                n += 1
+            placed[owner].append(e)
+    return placed
+
+
+def _data(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _by_id(
+    pending: dict[str, tuple[PendingView, ...]],
+    transcript: dict[str, tuple[MessageView, ...]],
+    side: Side,
+    events: Iterable[Event],
+    ids: dict[str, str],
+) -> tuple[dict[str, PendingView], dict[str, MessageView]]:
+    """The target's own pending rows and messages by ID, from its views before
+    and after a group and its admissions during it (a row admitted and
+    promoted within the group shows only in its event)."""
+    rows: dict[str, PendingView] = {}
+    msgs: dict[str, MessageView] = {}
+    for views in (pending, side.pending):
+        rows.update((r.input, r) for view in views.values() for r in view)
+    for e in events:
+        if e.type in ("admitted", "compaction_admitted") and e.input and e.input not in rows:
+            data = _data(e.data)
+            kind = "compaction" if e.type == "compaction_admitted" else data.get("type", "user")
+            rows[e.input] = PendingView(e.input, kind, data.get("delivery"), e.seq, e.time)
+    for shown in (transcript, side.transcript):
+        msgs.update((m.id, m) for view in shown.values() for m in view)
+    return rows, msgs
+
+
+def _events_by_session(events: Iterable[Any]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for e in events:
+        out.setdefault(e.session, []).append(e)
+    return out
 
 
 @dataclass(eq=False)
@@ -177,6 +277,36 @@ class Divergence(Exception):
             "model_views": self.model_views,
             "target_views": self.target_views,
         }
+
+
+class NotLinearizable(Divergence):
+    """A concurrent group no order of the model explains: the group, the
+    orders tried and why each failed (``linearize``'s explanation)."""
+
+    def __init__(self, group: Any, verdict: Any, lock: LockstepTarget) -> None:
+        requests = [r.op.to_wire() for r in group.requests]
+        super().__init__(
+            lock.steps - 1,
+            {"op": "group", "requests": requests},
+            "group not linearizable",
+            None,
+            None,
+            history=tuple(lock.history[-lock._keep :]),
+            target_name=lock.target.name,
+            model_name=lock.model.name,
+        )
+        self.explanation = verdict.explain(group)
+
+    def render(self, history: int = 8) -> str:
+        lines = [self.summary]
+        if self.history:
+            lines.append("steps that led there:")
+            lines.extend("  " + h for h in self.history[-history:])
+        lines.append(self.explanation)
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "explanation": self.explanation}
 
 
 def _pretty(value: Any, indent: str = "", width: int = 56) -> list[str]:
@@ -382,7 +512,9 @@ class Side:
 class LockstepTarget:
     """The model and a target driven together (see the module docstring)."""
 
-    def __init__(self, model: Target, target: Target, *, history: int = 200) -> None:
+    def __init__(
+        self, model: Target, target: Target, *, history: int = 200, free: bool = False
+    ) -> None:
         self.model = model
         self.target = target
         self.name = f"lockstep({target.name} vs {model.name})"
@@ -395,6 +527,12 @@ class LockstepTarget:
         self.not_testable: dict[str, str] = {}  # feature (or rule) -> why
         self.skipped: list[str] = []  # requests skipped as not testable
         self._final = True  # compare calls' final flag (the allowance is testable)
+        # The target's replies in order (canonical JSON), for the rerun that
+        # tells a nondeterministic target from a failing one.
+        self.replies: list[str] = []
+        # Groups run free (no schedule: the target's threads interleave as they
+        # will) even where the target has pause points.
+        self.free = free
         self._hello_seen = False
 
     # --- features ---------------------------------------------------------
@@ -443,10 +581,122 @@ class LockstepTarget:
         model_op = self._translate(op)
         m_reply, m_obs = self.model.request(model_op, crash_at)
         t_reply, t_obs = self.target.request(op, crash_at)
+        if not isinstance(op, Hello):  # a hello names the implementation: not compared
+            said = self.t.norm_reply(op, t_reply, self._final)
+            self.replies.append(json.dumps(said, sort_keys=True, default=str))
         if isinstance(op, Hello):
             t_reply = self._hello(op, m_reply, t_reply)
         self._compare(op, wire, m_reply, m_obs, t_reply, t_obs)
         return t_reply, t_obs
+
+    def group_steps(self, ops: list[Op], schedule: list[int]) -> GroupSteps:
+        """A concurrent group (issue 19): sent to the target as one ``group``
+        (with the schedule, used where it has pause points), judged by the
+        linearizability search from the model's state (``linearize.py``), and
+        returned as trace steps along the order found: the target's replies,
+        each with the target's own events the order places there, and the
+        target's views after the last. With no
+        legal order, the steps follow the group's order, the last carrying the
+        target's observation, and the failure is a :class:`NotLinearizable`."""
+        model = self.model
+        if not isinstance(model, ModelTarget):
+            raise HarnessError("a concurrent group needs the reference model in process")
+        for op in ops:
+            if not self.testable(op):
+                raise NotTestable(self.skip(op))
+            self._remember_harness_ids(op)
+        if "group" not in self.t.features:
+            raise NotTestable(f"group: not in the target's hello features ({self.target.name})")
+        model_ops = [self._translate(op) for op in ops]
+        sent = None if self.free else schedule
+        served, t_obs = self.target.group(list(ops), sent)  # type: ignore[attr-defined]
+        before = model.state
+        pending_before, transcript_before = dict(self.t.pending), dict(self.t.transcript)
+        self.t.absorb(t_obs)
+        touched = {e.session for e in t_obs.events} | {s for s, _ in t_obs.pending}
+        touched |= {s for s, _ in t_obs.transcript} | set(before.store.sessions)
+        after = {
+            sid: Shown(
+                tuple(
+                    Row(r.input, r.type, r.delivery, r.admitted_seq, r.time)
+                    for r in self.t.pending.get(sid, ())
+                ),
+                tuple(
+                    Msg(m.id, m.type, m.seq, m.time, m.copied_from)
+                    for m in self.t.transcript.get(sid, ())
+                ),
+                next((c for c in self.t.calls if c.session == sid), None),
+                tuple(e for e in t_obs.events if e.session == sid),
+            )
+            for sid in sorted(touched)
+            if sid in self.t.pending or sid in self.t.transcript
+        }
+        ids = {m: t for name, t in self.t.raw.items() if (m := self.m.raw.get(name)) is not None}
+        group = history(before, model_ops, served.outcomes, after, ids)
+        verdict = linearize(group)
+        replies = [_group_reply(o) for o in served.outcomes]
+        self.steps += 1
+        if not isinstance(verdict, Legal):
+            self.replies.extend(_said(o, self.t.label) for o in served.outcomes)
+            # No order places anything: the group's order, everything the
+            # target showed on its first success (so the checkers see every
+            # admission with the replies after it), the runner busy until the last.
+            carrier = next((i for i, r in enumerate(replies) if isinstance(r, Ok)), 0)
+            members = [
+                Member(i, reply, self._shown(t_obs) if i == carrier else NOTHING, i < len(ops) - 1)
+                for i, reply in enumerate(replies)
+            ]
+            return GroupSteps(members, served.pauses, NotLinearizable(group, verdict, self))
+        order = [m.request if m.step is None else m.step for m in verdict.order if not m.kill]
+        now = max(op.now for op in ops)
+        steps, state = group_members(before, model_ops, order, now, end=verdict.state)  # type: ignore[arg-type]
+        model.state = state
+        for m_id, t_id in verdict.ids.items():  # both sides name the new IDs alike from now on
+            if t_id not in self.t.label and m_id not in self.m.label:
+                self.m.id(m_id)
+                self.t.id(t_id)
+        self.replies.extend(_said(o, self.t.label) for o in served.outcomes)
+        m_obs = observe(before, state, tuple(e for s in steps for e in s.observed.events))
+        self.m.absorb(m_obs)
+        # The target shows nothing between a group's requests: each member
+        # carries the target's own events, cut where the model's order puts
+        # each folded event (the search matched those one for one, in order);
+        # the last carries the rest and the target's views after the group;
+        # every member before it is busy (not a quiescent observation).
+        placed = _place(t_obs.events, [m.observed.events for m in steps])
+        rows, msgs = _by_id(pending_before, transcript_before, self.t, t_obs.events, ids)
+        names = {**ids, **verdict.ids}
+        members = []
+        for k, member in enumerate(steps):
+            if k == len(steps) - 1:  # the target's own views after the group
+                obs = self._shown(Observed(tuple(placed[k])))
+            else:  # the model's, each row and message as the target shows it
+                shown = renamed(member.observed, names)
+                obs = Observed(
+                    tuple(placed[k]),
+                    tuple(
+                        (sid, tuple(rows.get(r.input, r) for r in view))
+                        for sid, view in shown.pending
+                    ),
+                    tuple(
+                        (sid, tuple(msgs.get(x.id, x) for x in view))
+                        for sid, view in shown.transcript
+                    ),
+                    shown.calls,
+                )
+            members.append(
+                Member(member.position, replies[member.position], obs, k < len(steps) - 1)
+            )
+        return GroupSteps(members, served.pauses)
+
+    def _shown(self, observed: Observed) -> Observed:
+        """``observed``'s events with every view the target shows now."""
+        return Observed(
+            observed.events,
+            tuple((sid, self.t.pending[sid]) for sid in sorted(self.t.pending)),
+            tuple((sid, self.t.transcript[sid]) for sid in sorted(self.t.transcript)),
+            self.t.calls,
+        )
 
     def kill(self) -> Observed:
         m_obs = self.model.kill()

@@ -35,13 +35,13 @@ from ..model import Answer, Crashed, Ok, Op, Policy, Prompt, Resume
 from ..targets.target import ModelTarget, Target, hello_op
 from ..trace.encode import StepText, step_text, trace_hash_of
 from ..trace.probes import ProbeFold
-from ..trace.record import Observed, Phase, Step, StepKind, Trace, TraceHeader
+from ..trace.record import Observed, Phase, Step, StepKind, Trace, TraceHeader, group_label
 from ..trace.view import View
 from . import checkers
 from .checkers import MonitorFactory, ViolationFactory
 from .rng import Chooser, RandomLike, driven_by, replayer, seeded
-from .swarm import Swarm, draw_swarm
-from .workload import Workload
+from .swarm import Swarm, draw_races, draw_swarm
+from .workload import Action, Workload
 
 LIVENESS_TOOL_RATE = 0.1
 TargetFactory = Callable[[Policy, int], Target]
@@ -59,6 +59,9 @@ class RunOptions:
     """Judge only the invariants the policy is expected to keep. By default
     every invariant is judged, so a sweep shows where a policy departs from
     them (``g2``'s admission-time stamps break monotonic visible time)."""
+    concurrency: int = 1
+    """Most requests in a concurrent group; 1 (the default) sends every
+    request alone, exactly as before groups existed (same trace hashes)."""
 
     def bound(self) -> int:
         return self.liveness_bound if self.liveness_bound is not None else 50 + 4 * self.ops
@@ -69,6 +72,8 @@ class RunOptions:
             doc["liveness_bound"] = self.liveness_bound
         if self.only_expected:
             doc["only_expected"] = True
+        if self.concurrency > 1:
+            doc["concurrency"] = self.concurrency
         return doc
 
 
@@ -171,7 +176,10 @@ def run(
         violation = violation or default_violation
     started = time.perf_counter()
     swarm = draw_swarm(ch)
+    races = draw_races(ch, options.concurrency) if options.concurrency > 1 else None
     driven = (target or ModelTarget)(policy, swarm.step_limit)
+    if races is not None and not callable(getattr(driven, "group_steps", None)):
+        raise HarnessError(f"{driven.name} cannot serve concurrent groups (--concurrency)")
     hello = hello_op(0, swarm.step_limit)
     reply, observed = driven.request(hello)
     hello_result = reply.result  # type: ignore[union-attr]
@@ -185,7 +193,7 @@ def run(
         stopped, now = _safety(
             rec,
             driven,
-            Workload(swarm, ch, hello_result.get("features", ())),
+            Workload(swarm, ch, hello_result.get("features", ()), races),
             ch,
             swarm,
             options.ops,
@@ -209,7 +217,7 @@ def run(
         seed=seed,
         policy=policy.name,
         options=options.to_dict(),
-        swarm=swarm.to_dict(),
+        swarm=swarm.to_dict() | ({"races": races.to_dict()} if races else {}),
         decisions=tuple(ch.decisions),
         trace=Trace(header, steps),
         trace_hash=trace_hash_of(header, steps, texts),
@@ -235,6 +243,11 @@ def _safety(
     tick = swarm.tick + 1
     for _ in range(ops):
         now += ch.below(tick)
+        raced = workload.race(rec.view, now)
+        if raced is not None:
+            if _group(rec, target, workload, ch, *raced):
+                return True, now
+            continue
         action, client = workload.next(rec.view, now)
         if action.op is None:
             if rec.add("safety", action.label, None, None, None, target.kill()):
@@ -252,6 +265,32 @@ def _safety(
         if crashed and _restart(rec, target, swarm, now, "safety"):
             return True, now
     return False, now
+
+
+SCHEDULE_DRAWS = 6  # schedule values drawn per request of a group
+SCHEDULE_SPAN = 1024  # each below this (a target takes it modulo its options)
+
+
+def _group(
+    rec: _Recorder, target: Any, workload: Workload, ch: Chooser, race: str, actions: list[Action]
+) -> bool:
+    """A concurrent group: its schedule drawn from the seed, its requests
+    recorded as steps along the order the target reports they took effect
+    (``group_steps``); True when the checkers found a violation (stop)."""
+    ops = [a.op for a in actions if a.op is not None]
+    schedule = [ch.below(SCHEDULE_SPAN) for _ in range(SCHEDULE_DRAWS * len(ops))]
+    members, _, failure = target.group_steps(ops, schedule)
+    first = len(rec.steps)
+    for m in members:
+        action = actions[m.position]
+        label = group_label(first, race, m.busy)
+        if rec.add("safety", label, action.op, None, m.reply, m.observed):
+            return True
+        outcome = "ok" if isinstance(m.reply, Ok) else "err"
+        workload.learn(m.position % workload.swarm.clients, action, outcome)
+    if failure is not None:
+        raise failure  # no legal order, and no checker named what broke
+    return False
 
 
 def _restart(rec: _Recorder, target: Target, swarm: Swarm, now: int, phase: Phase) -> bool:

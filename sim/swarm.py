@@ -53,6 +53,49 @@ KILL_RATES = (0.0, 0.02, 0.06)
 FINISH = ("stop", "tool", "error")
 
 
+# Races a concurrent run (``--concurrency N``, N > 1) aims its groups at, in
+# the order their weights are drawn (issue 19, section 4): several exact
+# retries of one ID at once; a conflicting retry racing an exact one; steers
+# admitted while the session's call is answered (spec A6); a compaction
+# request racing the boundary an answer reaches; user prompts racing
+# synthetic notices (one admission order); an interrupt racing an answer.
+RACES = (
+    "retry.exact",
+    "retry.conflict",
+    "steer.answer",
+    "compact.boundary",
+    "prompt.notice",
+    "interrupt.answer",
+)
+GROUP_RATES = (0.1, 0.25, 0.5)  # of the safety phase's actions, how many are groups
+
+
+@dataclass(frozen=True, slots=True)
+class Races:
+    """A concurrent seed's groups: how large, how often, aimed at what. Drawn
+    after the :class:`Swarm` and only when concurrency is above 1, so a
+    sequential seed draws exactly what it always drew (same trace hash)."""
+
+    concurrency: int  # most requests in a group
+    rate: float
+    weights: tuple[int, ...]  # per race in RACES order; 0 is off
+
+    def to_dict(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["weights"] = dict(zip(RACES, self.weights, strict=True))
+        return doc
+
+
+def draw_races(ch: Chooser, concurrency: int) -> Races:
+    """Draw a concurrent seed's races (each race on in three seeds of four,
+    weight 1-7; at least one stays on)."""
+    rate = ch.pick(GROUP_RATES)
+    weights = [0 if (level := ch.below(9)) < 2 else level - 1 for _ in RACES]
+    if not any(weights):
+        weights[ch.below(len(RACES))] = 1
+    return Races(concurrency, rate, tuple(weights))
+
+
 @dataclass(frozen=True, slots=True)
 class Swarm:
     """One seed's world: the mix of operations and faults it runs with."""

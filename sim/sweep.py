@@ -152,6 +152,8 @@ class SweepPlan:
         command = f"inboxsim replay {seed} --policy {policy} --ops {self.options.ops}"
         if self.options.only_expected:
             command += " --only-expected"
+        if self.options.concurrency > 1:
+            command += f" --concurrency {self.options.concurrency}"
         return command
 
     def resume_command(self, db: str) -> str:
@@ -162,6 +164,8 @@ class SweepPlan:
         words += ["--policy", self.policy_spec, "--ops", str(self.options.ops)]
         if self.options.only_expected:
             words.append("--only-expected")
+        if self.options.concurrency > 1:
+            words += ["--concurrency", str(self.options.concurrency)]
         if self.time_budget is not None:
             words += ["--time-budget", f"{self.time_budget:g}"]
         if self.executor != "local":

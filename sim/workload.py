@@ -42,7 +42,7 @@ from ..model import (
 )
 from ..trace.view import View
 from .rng import Chooser
-from .swarm import FAMILIES, FINISH, Swarm
+from .swarm import FAMILIES, FINISH, RACES, Races, Swarm
 
 TEXTS = ("a", "b", "c")
 METADATA: tuple[dict[str, int | float], ...] = (
@@ -72,6 +72,11 @@ NEEDS = {
     "interrupt": "interrupt",
 }
 MEMORY = 12  # requests a client remembers
+# The hello feature a race needs (a race without its feature is off; that
+# the target serves groups at all is the run's to check), and the races that
+# answer an open call.
+RACE_NEEDS = {"compact.boundary": "compaction", "interrupt.answer": "interrupt"}
+RACE_ANSWERS = frozenset({"steer.answer", "compact.boundary", "interrupt.answer"})
 # A restriction an adapter may list among its hello features: its prompts take
 # no metadata (OpenCode 1.18.33's prompt is {text, files, agents}). It is a
 # restriction rather than a feature so that the model's hello, and with it
@@ -114,10 +119,19 @@ class Workload:
         "_menus",
         "_metadata_ok",
         "_conflicts",
+        "races",
+        "_races",
     )
 
-    def __init__(self, swarm: Swarm, ch: Chooser, features: Collection[str]) -> None:
+    def __init__(
+        self,
+        swarm: Swarm,
+        ch: Chooser,
+        features: Collection[str],
+        races: Races | None = None,
+    ) -> None:
         self.swarm = swarm
+        self.races = races
         self.ch = ch
         self.ids = tuple(f"u{i}" for i in range(1, swarm.id_pool + 1))
         self.sessions = tuple(f"s{i}" for i in range(1, swarm.sessions + 1))
@@ -149,6 +163,13 @@ class Workload:
             if (how != 1 or self._metadata_ok)
             and (how != 4 or "synthetic" in self.features or "compaction" in self.features)
         )
+        self._races: tuple[tuple[str, int], ...] = ()
+        if races is not None:
+            self._races = tuple(
+                (race, weight)
+                for race, weight in zip(RACES, races.weights, strict=True)
+                if weight > 0 and RACE_NEEDS.get(race, "") in ("", *self.features)
+            )
 
     # --- the next action ----------------------------------------------------
 
@@ -177,6 +198,65 @@ class Workload:
         if points and ch.chance(swarm.failpoint_rate):
             action = Action(action.label, action.op, ch.pick(points))
         return action, client
+
+    def race(self, view: View, now: int) -> tuple[str, list[Action]] | None:
+        """A concurrent group for the next step, or None (a sequential step):
+        with the seed's group rate, among the races that can act on what the
+        harness knows, a group of 2 to ``concurrency`` requests on one session
+        (see :data:`~.swarm.RACES`)."""
+        ch, races = self.ch, self.races
+        if races is None or not view.sessions or not ch.chance(races.rate):
+            return None
+        open_calls = {c.session: c for c in view.calls}
+        menu = [(r, w) for r, w in self._races if r not in RACE_ANSWERS or open_calls]
+        if not menu:
+            return None
+        race = menu[ch.weighted(tuple(w for _, w in menu))][0]
+        size = 2 + ch.below(races.concurrency - 1)
+        if race in RACE_ANSWERS:
+            call = open_calls[ch.pick(sorted(open_calls))]
+            session = call.session
+            first = [Action("answer.stop", Answer(now, call=call.call, finish="stop"))]
+        else:
+            session = ch.pick(view.sessions)
+            first = []
+        ident = ch.pick(self.ids) if race.startswith("retry.") else ""
+        actions = first + [
+            self._racer(race, session, ident, now, k) for k in range(size - len(first))
+        ]
+        return race, actions
+
+    def _racer(self, race: str, session: str, ident: str, now: int, k: int) -> Action:
+        """The ``k``-th request of a ``race`` group on ``session`` (besides its
+        answer); the retry races' requests all name ``ident``."""
+        ch = self.ch
+        if race == "retry.exact" or (race == "retry.conflict" and k == 0):
+            return Action("retry", Prompt(now, session=session, input=ident, text="a"))
+        if race == "retry.conflict":
+            if ch.chance(0.5):
+                return Action("retry", Prompt(now, session=session, input=ident, text="a"))
+            return Action("conflict.text", Prompt(now, session=session, input=ident, text="z"))
+        if race == "compact.boundary" and k == 0:
+            return Action("compact", Compact(now, session=session, input=None))
+        if race == "interrupt.answer" and k == 0:
+            return Action("interrupt", Interrupt(now, session=session))
+        if race == "prompt.notice":
+            # Notices and prompts from different sources, most without an ID
+            # of their own: the target numbers them, in one admission order.
+            own = None if ch.chance(0.5) else self._input_id()
+            if "synthetic" in self.features and ch.chance(0.5):
+                notice = Synthetic(now, session=session, input=own, text="done", delivery="steer")
+                return Action("synthetic.background", notice)
+            prompt = Prompt(now, session=session, input=own, text=ch.pick(TEXTS))
+            return Action("prompt", prompt)
+        prompt = Prompt(
+            now,
+            session=session,
+            input=self._input_id(),
+            text=ch.pick(TEXTS),
+            delivery=self._delivery(),
+        )
+        return Action("prompt", prompt)
 
     def _menu(
         self, answer: bool, retry: bool, conflict: bool

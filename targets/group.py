@@ -33,7 +33,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..model import FAILPOINTS, Crashed, Err, Event, Op, State, advance, enabled, request
+from ..model import (
+    FAILPOINTS,
+    Crashed,
+    Err,
+    Event,
+    Ok,
+    Op,
+    Reply,
+    RunnerStep,
+    State,
+    advance,
+    enabled,
+    request,
+)
+from ..trace.record import Observed
 
 PAUSE_POINTS = ("request", "runner")  # what the model adapter declares in hello
 
@@ -48,12 +62,51 @@ class GroupReply(NamedTuple):
     killed: bool = False  # the implementation died with the group in flight
 
 
+class Member(NamedTuple):
+    """One request of a group as a trace records it, along the order the
+    group took effect: its ``position`` in the group, its reply, and what changed
+    from just before it to just before the next request of that order (the
+    runner's transitions in between included; after the last, to quiescence)."""
+
+    position: int
+    reply: Reply
+    observed: Observed
+    busy: bool = False  # the runner still had work when the next request came
+
+
+class GroupSteps(NamedTuple):
+    """A group as a run records it: its members along the order found, the
+    pause points passed, and the target's failure when no legal order was
+    found (the members then follow the group's own order; the run records
+    them, lets the checkers name what they can, then raises it)."""
+
+    members: list[Member]
+    pauses: list[dict[str, Any]]
+    failure: Exception | None = None
+
+
+def member_reply(outcome: dict[str, Any]) -> Reply:
+    """A wire ``MemberOutcome`` with a reply, as a :data:`Reply`."""
+    if outcome["ok"]:
+        return Ok(outcome["result"])
+    return Err(outcome["error"]["code"], outcome["error"]["message"])
+
+
+class Move(NamedTuple):
+    """One decision of a served group: request ``request``'s own effect, or
+    the runner transition ``step``."""
+
+    request: int | None
+    step: RunnerStep | None = None
+
+
 class Served(NamedTuple):
     state: State
     outcomes: list[dict[str, Any]]
     pauses: list[dict[str, Any]]
     events: tuple[Event, ...]
     killed: bool = False
+    moves: tuple[Move, ...] = ()  # the decisions taken, in order
 
 
 def serve_group(
@@ -77,6 +130,7 @@ def serve_group(
     pauses: list[dict[str, Any]] = []
     events: list[Event] = []
     runner_point: str | None = None  # armed once its member took effect
+    moves: list[Move] = []
     k = 0
     while True:
         steps = enabled(state)
@@ -88,12 +142,13 @@ def serve_group(
         if pick < len(waiting):
             i = waiting.pop(pick)
             pauses.append({"request": i, "point": "request"})
+            moves.append(Move(i))
             out = request(state, ops[i], points[i])
             state = out.state
             events.extend(out.events)
             reply = out.reply
             if isinstance(reply, Crashed):
-                return Served(state, outcomes, pauses, tuple(events), killed=True)
+                return Served(state, outcomes, pauses, tuple(events), True, tuple(moves))
             if points[i] is not None:
                 runner_point = points[i]
             wire: dict[str, Any] = {"rid": rids[i], "invoked": 0.0, "completed": float(k)}
@@ -105,9 +160,10 @@ def serve_group(
         else:
             step = steps[pick - len(waiting)]
             pauses.append({"point": f"runner {step.session}: {step.at}"})
+            moves.append(Move(None, step))
             after = advance(state, step, now, runner_point)
             state = after.state
             events.extend(after.events)
             if after.crashed is not None:
-                return Served(state, outcomes, pauses, tuple(events), killed=True)
-    return Served(state, outcomes, pauses, tuple(events))
+                return Served(state, outcomes, pauses, tuple(events), True, tuple(moves))
+    return Served(state, outcomes, pauses, tuple(events), False, tuple(moves))

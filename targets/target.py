@@ -12,10 +12,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ..model import Call, Hello, Op, Policy, Reply, State, apply, initial_state
+from ..model import (
+    Call,
+    Hello,
+    Op,
+    Policy,
+    Reply,
+    RunnerStep,
+    State,
+    advance,
+    apply,
+    enabled,
+    initial_state,
+    request,
+)
 from ..model.store import SessionLog
 from ..trace.record import MessageView, Observed, PendingView
-from .group import GroupReply, serve_group
+from .group import GroupReply, GroupSteps, Member, member_reply, serve_group
 
 
 class Target(Protocol):
@@ -85,6 +98,21 @@ class ModelTarget:
         reply = GroupReply(list(served.outcomes), served.pauses, served.killed)
         return reply, observe(before, served.state, served.events)
 
+    def group_steps(self, ops: list[Op], schedule: list[int]) -> GroupSteps:
+        """A concurrent group under the schedule, as trace steps
+        (:func:`group_members`), and the pauses passed."""
+        start = self.state
+        served = serve_group(start, ops, list(range(1, len(ops) + 1)), schedule)
+        order: list[int | RunnerStep] = []
+        for m in served.moves:
+            move = m.request if m.step is None else m.step
+            assert move is not None
+            order.append(move)
+        now = max(op.now for op in ops)
+        replies = [member_reply(o) for o in served.outcomes]
+        members, self.state = group_members(start, ops, order, now, replies)
+        return GroupSteps(members, served.pauses)
+
     def kill(self) -> Observed:
         before = self.state
         self.state = before.crashed()
@@ -92,6 +120,85 @@ class ModelTarget:
 
     def close(self) -> None:
         pass
+
+
+def group_members(
+    start: State,
+    ops: Sequence[Op],
+    order: Sequence[int | RunnerStep],
+    now: int,
+    replies: Sequence[Reply] | None = None,
+    end: State | None = None,
+) -> tuple[list[Member], State]:
+    """A group that took effect in ``order`` (each request's own transition,
+    by index into ``ops``, and the runner's transitions) as trace steps, one
+    per request, and the model's state after them.
+
+    A trace step is a request and what its target did after it, so each
+    runner transition goes into a request's step: that of the latest request
+    of its session that changed something (appended events), rather than the
+    latest request of all, because a step then shows what its request set
+    going, the way a sequential one does: an error, an exact retry or a
+    request on another session is not charged with a drain it did not start.
+    This moves a runner transition before requests that come after it in
+    ``order``, which is an equally legal order when they commute with it; the
+    order is replayed through the model to make sure (every reply as in
+    ``replies``), and where it is not, the steps follow ``order`` itself.
+    A step after which the runner still has work is ``busy``."""
+    for attribute in (True, False):
+        members = _along(start, ops, order, replies, now, attribute)
+        if members is not None:
+            return members
+    raise AssertionError("a group's own order does not replay through the model")
+
+
+def _along(
+    start: State,
+    ops: Sequence[Op],
+    order: Sequence[int | RunnerStep],
+    replies: Sequence[Reply] | None,
+    now: int,
+    attribute: bool,
+) -> tuple[list[Member], State] | None:
+    placed: list[int] = []  # request indexes, in order
+    runs: dict[int, list[RunnerStep]] = {}  # position in placed -> runner transitions after it
+    latest: dict[str, int] = {}  # session -> position of its latest request that changed something
+    state = start
+    for move in order:
+        if isinstance(move, int):
+            placed.append(move)
+            runs[len(placed) - 1] = []
+            out = request(state, ops[move])
+            if out.state != state:  # it changed something: its own session's work at least
+                changed = {e.session for e in out.events}
+                changed.add(getattr(ops[move], "session", None) or "")
+                for sid in changed:
+                    latest[sid] = len(placed) - 1
+            state = out.state
+        else:
+            state = advance(state, move, now).state
+            at = latest.get(move.session, len(placed) - 1) if attribute else len(placed) - 1
+            runs[at].append(move)
+    members: list[Member] = []
+    state = start
+    for k, i in enumerate(placed):
+        before = state
+        out = request(state, ops[i])
+        if replies is not None and out.reply != replies[i]:
+            return None
+        state, events = out.state, list(out.events)
+        for step in runs[k]:
+            if step not in enabled(state):
+                return None
+            after = advance(state, step, now)
+            state = after.state
+            events.extend(after.events)
+        members.append(
+            Member(i, out.reply, observe(before, state, tuple(events)), bool(state.work))
+        )
+    if state.work:
+        return None
+    return members, state
 
 
 def hello_op(now: int, step_limit: int) -> Hello:

@@ -28,7 +28,8 @@ from inboxsim.model import (
     Synthetic,
 )
 from inboxsim.model.values import Call, canonical_json
-from inboxsim.trace.record import MessageView, Observed, PendingView, Step, Trace
+from inboxsim.targets.target import ModelTarget
+from inboxsim.trace.record import MessageView, Observed, PendingView, Step, Trace, group_label
 
 from .invariant_driver import run_script
 
@@ -77,6 +78,35 @@ class Ops:
 def play(*items: Op | str | tuple[Op, str], policy: Policy = G4, step_limit: int = 3) -> Trace:
     """A scenario's trace: step 0 is ``hello``, then one step per item."""
     return run_script(policy, items, step_limit).trace()
+
+
+def play_group(
+    prefix: list[Op], members: list[Op], schedule: list[int], race: str = "retry.exact"
+) -> Trace:
+    """``play(*prefix)``, then ``members`` as one concurrent group served by
+    the model under ``schedule``: one step per member, along the order it
+    took (``ModelTarget.group_steps``), labelled as a group."""
+    base = play(*prefix)
+    target = ModelTarget(G4, 3)
+    for step in base.steps:
+        assert step.request is not None
+        target.request(step.request)
+    got = target.group_steps(list(members), schedule).members
+    first = len(base.steps)
+    steps = [
+        Step(
+            first + k,
+            "safety",
+            "request",
+            group_label(first, race, m.busy),
+            members[m.position],
+            None,
+            m.reply,
+            m.observed,
+        )
+        for k, m in enumerate(got)
+    ]
+    return Trace(base.header, base.steps + tuple(steps))
 
 
 def ev(

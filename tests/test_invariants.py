@@ -29,6 +29,7 @@ from .invariant_traces import (
     mv,
     ok,
     play,
+    play_group,
     pv,
     receipt,
     renumber,
@@ -185,6 +186,22 @@ def _same_receipt() -> Case:
         o.create(), o.prompt(x="m1", resume=False), o.prompt(x="m1", resume=False)
     )  # 3: exact retry
     return good, edit(good, 3, reply=ok({**receipt(good, 3), "time": 99})), (2, 3)
+
+
+@case("concurrent-retry")
+def _concurrent_retry() -> Case:
+    o = Ops()
+    twin = o.prompt(x="m1", resume=False)
+    good = play_group([o.create()], [twin, twin, twin], [2, 0, 1])  # 2, 3, 4: one group
+    return good, edit(good, 3, reply=ok({**receipt(good, 2), "time": 99})), (2, 3)
+
+
+@case("concurrent-retry", part="one-admission")
+def _concurrent_retry_one_admission() -> Case:
+    o = Ops()
+    twin = o.prompt(x="m1", resume=False)
+    good = play_group([o.create()], [twin, twin], [1, 0])  # 2: m1 admitted at seq 0; 3: retry
+    return good, edit(good, 3, events=[ev("s1", 1, "admitted", input="m1")]), (2, 3)
 
 
 @case("conflict-rejected")

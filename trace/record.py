@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..model import Call, Crashed, Err, Event, Ok, Op, Reply
 
@@ -63,6 +63,33 @@ class Observed:
 
 
 NOTHING = Observed()
+
+# A concurrent group's requests are recorded as consecutive steps, along the
+# order the group took effect (issue 19): each one's decision label says so,
+# naming the index of the group's first step and the race it was aimed at,
+# and whether the target's runner still had work when the step's observation
+# ends ("busy": the next request of the group came before the runner was
+# done; only the group as a whole ends quiescent).
+GROUP = "group"
+
+
+class GroupMark(NamedTuple):
+    first: int  # the index of the group's first step
+    busy: bool  # the runner still had work after this step
+
+
+def group_label(first: int, race: str, busy: bool = False) -> str:
+    """The decision label of a step of the group whose first step is ``first``."""
+    return f"{GROUP} {first}{' busy' if busy else ''}: {race}"
+
+
+def group_of(decision: str) -> GroupMark | None:
+    """What a step's decision label says of its group, or None (not in one)."""
+    if not decision.startswith(GROUP + " "):
+        return None
+    head, _, _ = decision[len(GROUP) + 1 :].partition(":")
+    first, _, busy = head.partition(" ")
+    return GroupMark(int(first), busy == "busy") if first.isdigit() else None
 
 
 @dataclass(frozen=True, slots=True)

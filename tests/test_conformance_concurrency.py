@@ -1,0 +1,63 @@
+"""Conformance with concurrent groups (``--concurrency N``): the correct
+SQLite inbox holds, its check-then-insert race is named by invariant 22
+(concurrent-retry), and a target that answers differently when a failing
+seed runs again is reported as nondeterministic."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inboxsim.conformance import check
+from inboxsim.conformance.check import Item, SeedOutcome, conformance, seed_item, target_command
+from inboxsim.conformance.mutants import ADAPTER
+from inboxsim.model import G4
+
+
+def test_the_correct_sqlite_inbox_holds_under_concurrent_groups(tmp_path: Path) -> None:
+    argv = target_command(None, "sqlite", None, 10.0)[0]
+    report = conformance(
+        argv, "g4", 3, library=False, workdir=tmp_path, target_name="sqlite", concurrency=4
+    )
+    assert report.passed, "\n".join(report.lines())
+    seeds = report.of("seed")
+    assert [i.verdict for i in seeds] == ["held"] * 3
+    assert all("--concurrency 4" in i.repro for i in seeds)
+    assert {i.item: i.verdict for i in report.of("invariant")}["concurrent-retry"] == "held"
+
+
+def test_the_check_then_insert_race_breaks_concurrent_retry(tmp_path: Path) -> None:
+    argv = [sys.executable, str(ADAPTER), "--mutant", "race-retry-check-then-insert"]
+    outcome = seed_item(0, argv, G4, "g4", 40, 10.0, tmp_path, "race", concurrency=4)
+    assert outcome.item.verdict == "violated"
+    assert "concurrent-retry" in {inv for inv, _ in outcome.violations}
+    # Sequentially the same seed's requests never race: the bug stays hidden.
+    alone = seed_item(0, argv, G4, "g4", 40, 10.0, tmp_path / "alone", "race")
+    assert alone.item.verdict == "held"
+
+
+@pytest.mark.parametrize("differ", [True, False])
+def test_a_failing_seed_runs_again_and_a_target_that_answers_otherwise_is_nondeterministic(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, differ: bool
+) -> None:
+    runs: list[int] = []
+
+    def once(*args: Any) -> SeedOutcome:
+        runs.append(1)
+        replies = ['{"ok": true}', f'{{"n": {len(runs) if differ else 0}}}']
+        item = Item("seed", "7", "diverged", "the model said otherwise", "repro")
+        return SeedOutcome(item, [], set(), {}, replies=replies)
+
+    monkeypatch.setattr(check, "_seed_once", once)
+    outcome = seed_item(7, ["adapter"], G4, "g4", 40, 10.0, tmp_path, "t", concurrency=2)
+    assert len(runs) == 2
+    if differ:
+        assert outcome.item.verdict == "nondeterministic"
+        assert outcome.item.failed
+        assert "reply 1 was" in outcome.item.detail
+        assert outcome.item.failure["first"]["replies"] != outcome.item.failure["again"]["replies"]
+    else:
+        assert outcome.item.verdict == "diverged"
