@@ -147,6 +147,11 @@ class Recorder:
         self.tables: list[dict[str, Any]] = []
         self.checks: list[GroupCheck | None] = []  # None: a kill
 
+    @property
+    def state(self) -> State:
+        """The model's state after the steps so far (the driver's)."""
+        return self.driver.state
+
     def run(
         self, ops: Sequence[Op], schedule: Sequence[int] = (), crash_at: Sequence[str | None] = ()
     ) -> GroupCheck:

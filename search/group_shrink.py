@@ -109,7 +109,25 @@ def write_group_repro(
     if failing is None:
         raise ValueError("the recorded run has no failing group")
     tables = recorder.tables[: failing + 1]
+    return write_shrunk(
+        tables, policy, step_limit, target_factory, path, name=name, attempts=attempts
+    )
+
+
+def write_shrunk(
+    tables: Sequence[dict[str, Any]],
+    policy: Policy,
+    step_limit: int,
+    target_factory: TargetFactory,
+    path: str | Path,
+    *,
+    name: str = "group-counterexample",
+    attempts: int = 200,
+) -> Path:
+    """Shrink ``tables`` (steps ending at the failing one) and write them as
+    a scenario file with the failure's explanation on top."""
     fails = replay_fails(policy, step_limit, target_factory)
+    tables = list(tables)
     if fails(tables):  # a failure that replays is shrunk; one that does not is kept whole
         tables = shrink(tables, fails, attempts)
     loaded = load_text(scenario_text(tables, policy.name, step_limit), "<shrunk>")
