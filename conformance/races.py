@@ -280,6 +280,22 @@ def hunt(
 # --- minimal repros ----------------------------------------------------------------------------
 
 
+# A seed (and the hunt's rounds) whose paused hunt kills each race bug early:
+# the fast repro of each in the tests (benchmarks/bench_races.py --repros
+# shrinks the first killing seed of each instead).
+REPRO_SEEDS: dict[str, tuple[int, int]] = {
+    "race-retry-check-then-insert": (4, 1),
+    "race-seq-read-then-write": (0, 1),
+    "race-promote-trusts-batch": (7, 1),
+    "race-boundary-clears-steers": (4, 1),
+    "race-wake-without-runner-lock": (1, 4),
+    "race-call-counter-unlocked": (6, 1),
+    "race-resume-check-outside-lock": (3, 2),
+    "race-interrupt-pops-before-lock": (4, 1),
+    "race-synthetic-revert-read-apart": (0, 1),
+}
+
+
 @dataclass(frozen=True)
 class Repro:
     """A race bug's killing hunt shrunk to a scenario file: the file, the
