@@ -335,7 +335,7 @@ def write_repro(
         return None
     factory = adapter_factory(mutant, folder / "shrink")
     name = f"{mutant}-seed-{seed}"
-    write_shrunk(found.tables, G4, STEP_LIMIT, factory, path, name=name, attempts=attempts)  # type: ignore[arg-type]
+    write_shrunk(found.tables, G4, STEP_LIMIT, factory, path, name=name, attempts=attempts)
     shrunk = load_text(path.read_text(encoding="utf-8"), str(path)).scenario.step
     return Repro(
         path,
