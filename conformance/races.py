@@ -48,7 +48,7 @@ from ..model import (
 )
 from ..scenarios.load import load_text
 from ..search.group_scenario import Recorder
-from ..search.group_shrink import write_shrunk
+from ..search.group_shrink import write_group_repro
 from ..search.groups import GroupDriver
 from ..targets.adapter import AdapterTarget
 from ..targets.group import GroupReply
@@ -335,7 +335,7 @@ def write_repro(
         return None
     factory = adapter_factory(mutant, folder / "shrink")
     name = f"{mutant}-seed-{seed}"
-    write_shrunk(found.tables, G4, STEP_LIMIT, factory, path, name=name, attempts=attempts)
+    write_group_repro(found.tables, G4, STEP_LIMIT, factory, path, name=name, attempts=attempts)
     shrunk = load_text(path.read_text(encoding="utf-8"), str(path)).scenario.step
     return Repro(
         path,

@@ -94,7 +94,7 @@ def replay_fails(
 
 
 def write_group_repro(
-    recorder: Recorder,
+    recorded: Recorder | Sequence[dict[str, Any]],
     policy: Policy,
     step_limit: int,
     target_factory: TargetFactory,
@@ -103,31 +103,16 @@ def write_group_repro(
     name: str = "group-counterexample",
     attempts: int = 200,
 ) -> Path:
-    """Shrink the recorder's first failing step (and what led to it) and
-    write it as a scenario file with the failure's explanation on top."""
-    failing = recorder.failing()
-    if failing is None:
-        raise ValueError("the recorded run has no failing group")
-    tables = recorder.tables[: failing + 1]
-    return write_shrunk(
-        tables, policy, step_limit, target_factory, path, name=name, attempts=attempts
-    )
-
-
-def write_shrunk(
-    tables: Sequence[dict[str, Any]],
-    policy: Policy,
-    step_limit: int,
-    target_factory: TargetFactory,
-    path: str | Path,
-    *,
-    name: str = "group-counterexample",
-    attempts: int = 200,
-) -> Path:
-    """Shrink ``tables`` (steps ending at the failing one) and write them as
-    a scenario file with the failure's explanation on top."""
+    """Shrink a recorded run's first failing step and what led to it (a
+    recorder's, or step tables ending at the failing one) and write it as a
+    scenario file with the failure's explanation on top."""
+    if isinstance(recorded, Recorder):
+        failing = recorded.failing()
+        if failing is None:
+            raise ValueError("the recorded run has no failing group")
+        recorded = recorded.tables[: failing + 1]
     fails = replay_fails(policy, step_limit, target_factory)
-    tables = list(tables)
+    tables = list(recorded)
     if fails(tables):  # a failure that replays is shrunk; one that does not is kept whole
         tables = shrink(tables, fails, attempts)
     loaded = load_text(scenario_text(tables, policy.name, step_limit), "<shrunk>")
