@@ -21,9 +21,18 @@ For each race bug (``inboxsim.conformance.mutants.RACES``), on its scene:
 The correct build is hunted on every scene too, paused and free: any kill
 there is a false alarm (expected 0). Hunts run in ``--jobs`` processes.
 
+``--repros DIR`` also writes each race bug's minimal repro into DIR
+(``races.write_repro``: the first paused seed that kills it, its failing
+group and the steps before it, shrunk) and replays each file on the build
+with the bug (must fail) and on the correct build (must hold); it prints the
+steps and requests before and after shrinking, the largest group left, and
+the seconds the hunt and the shrink took. Replay a file with
+``inboxsim run DIR/BUG.toml --adapter "python impls/sqlite_inbox/adapter.py
+--mutant BUG"``.
+
     python benchmarks/bench_races.py [--seeds 8] [--free 4] [--rounds 40]
                                      [--sequential 2] [--conformance 0] [--jobs 2]
-                                     [--names A,B]
+                                     [--names A,B] [--repros DIR]
 """
 
 from __future__ import annotations
@@ -38,7 +47,18 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from inboxsim.conformance.mutants import RACES, check_mutant
-from inboxsim.conformance.races import SCENE_OF, SCENES, Hunt, Mode, hunt
+from inboxsim.conformance.races import (
+    SCENE_OF,
+    SCENES,
+    Hunt,
+    Mode,
+    adapter_factory,
+    hunt,
+    write_repro,
+)
+from inboxsim.model import G4
+from inboxsim.scenarios.load import load_text
+from inboxsim.search.group_scenario import run_group_scenario
 
 
 def _one(args: tuple[str, str | None, int, Mode, int, str | None]) -> Hunt:
@@ -51,6 +71,29 @@ def _conform(args: tuple[str, str, int]) -> tuple[str, int, int]:
     folder, name, seeds = args
     result = check_mutant(name, seeds=range(seeds), workdir=Path(folder) / f"{name}-conformance")
     return name, len({k.where for k in result.kills}), result.runs
+
+
+def _repro(args: tuple[str, str, int, int, str]) -> tuple[str, int, str]:
+    """(race bug, seed, a table row) of the bug's repro written into ``out``."""
+    folder, name, seed, rounds, out = args
+    work = Path(folder) / f"{name}-repro"
+    path = Path(out) / f"{name}.toml"
+    repro = write_repro(work, name, seed, path, rounds)
+    if repro is None:
+        return name, seed, "did not kill again"
+    loaded = load_text(path.read_text(encoding="utf-8"), str(path))
+    fails = not run_group_scenario(loaded, G4, adapter_factory(name, work / "bug")).passed
+    holds = run_group_scenario(loaded, G4, adapter_factory(None, work / "correct")).passed
+    group = max(len(s.requests or [s]) for s in loaded.scenario.step)
+    (before, after), (sent, kept) = repro.steps, repro.requests
+    return (
+        name,
+        seed,
+        (
+            f"{before:>3}/{sent:<3} -> {after:>2}/{kept:<2} {group:>5} {repro.seconds:>6.1f} "
+            f"{'fails' if fails else 'HOLDS':>5} {'holds' if holds else 'FAILS':>7}"
+        ),
+    )
 
 
 def _median(values: list[float]) -> str:
@@ -68,6 +111,7 @@ def main() -> None:
     )
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--names", default="", help="comma-separated race bugs (default: all)")
+    parser.add_argument("--repros", default="", help="write each race bug's shrunk repro here")
     opts = parser.parse_args()
     names = [n for n in opts.names.split(",") if n] or list(RACES)
     print("command:", " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]))
@@ -88,6 +132,18 @@ def main() -> None:
             hunts = list(pool.map(_one, work))
             conform = [(folder, name, opts.conformance) for name in names if opts.conformance]
             conformance = {n: (k, r) for n, k, r in pool.map(_conform, conform)}
+            firsts = {}
+            for h in hunts:
+                if h.mode == "paused" and h.killed and h.mutant is not None:
+                    firsts.setdefault(h.mutant, h)
+            if opts.repros:
+                Path(opts.repros).mkdir(parents=True, exist_ok=True)
+            shrink = [
+                (folder, n, firsts[n].seed, opts.rounds, opts.repros)
+                for n in names
+                if opts.repros and n in firsts
+            ]
+            repros = list(pool.map(_repro, shrink))
         wall = time.perf_counter() - began
 
     header = (
@@ -122,6 +178,11 @@ def main() -> None:
     )
     for h in alarms:
         print(f"  FALSE ALARM {h.scene} seed {h.seed} {h.mode}: {h.why.splitlines()[0]}")
+    if repros:
+        print(f"\nrepros in {opts.repros} (steps/requests recorded -> shrunk, the largest group,")
+        print("seconds to hunt and shrink, the file on the build with the bug, on the correct one)")
+        for name, seed, row in repros:
+            print(f"{name:34} seed {seed:<3} {row}")
     print(f"wall {wall:.0f} s at {opts.jobs} jobs; load average after: {os.getloadavg()[0]:.1f}")
 
 

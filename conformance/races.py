@@ -27,9 +27,9 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ..model import (
     G4,
@@ -38,6 +38,7 @@ from ..model import (
     Create,
     Interrupt,
     Op,
+    Policy,
     Prompt,
     Reply,
     Resume,
@@ -45,6 +46,9 @@ from ..model import (
     RevertStage,
     Synthetic,
 )
+from ..scenarios.load import load_text
+from ..search.group_scenario import Recorder
+from ..search.group_shrink import write_group_repro
 from ..search.groups import GroupDriver
 from ..targets.adapter import AdapterTarget
 from ..targets.group import GroupReply
@@ -57,10 +61,10 @@ STEP_LIMIT = 4
 SESSIONS = ("s1", "s2")
 
 # A scene: (rng, now, driver) -> the steps that set it up (sent alone), the racing group.
-Scene = Callable[[random.Random, int, GroupDriver], tuple[list[Op], list[Op]]]
+Scene = Callable[[random.Random, int, Recorder], tuple[list[Op], list[Op]]]
 
 
-def _answer_all(driver: GroupDriver, now: int) -> None:
+def _answer_all(driver: Recorder, now: int) -> None:
     """Answer every open call with ``stop`` (one at a time) until none is open."""
     for _ in range(20):
         calls = driver.state.open_calls()
@@ -69,7 +73,7 @@ def _answer_all(driver: GroupDriver, now: int) -> None:
         _step(driver, [Answer(now, call=calls[0].call, finish="stop")])
 
 
-def _open_call(driver: GroupDriver, now: int, sid: str) -> str:
+def _open_call(driver: Recorder, now: int, sid: str) -> str:
     """The model ID of an open step call on ``sid`` (a prompt opens one if none is)."""
     for _ in range(2):
         for call in driver.state.open_calls():
@@ -87,16 +91,8 @@ class Killed(Exception):
         self.size = size
 
 
-def _step(driver: GroupDriver, ops: list[Op], schedule: list[int] | None = None) -> None:
-    try:
-        check = driver.run(ops, schedule or ())
-    except ValueError as err:
-        # The driver cannot even read the target's state as the model's: a
-        # session showing two open calls (``history.shown_from_wire``), which
-        # no order of the model gives.
-        if "open calls" not in str(err):
-            raise
-        raise Killed(f"not linearizable: {err}", len(ops)) from err
+def _step(driver: Recorder, ops: list[Op], schedule: list[int] | None = None) -> None:
+    check = driver.run(ops, schedule or ())
     if not check.legal:
         raise Killed(check.explain(), len(check.group.requests))
 
@@ -104,7 +100,7 @@ def _step(driver: GroupDriver, ops: list[Op], schedule: list[int] | None = None)
 # --- scenes ------------------------------------------------------------------------------
 
 
-def retries(rng: random.Random, now: int, driver: GroupDriver) -> tuple[list[Op], list[Op]]:
+def retries(rng: random.Random, now: int, driver: Recorder) -> tuple[list[Op], list[Op]]:
     """Admissions racing: the first send of a new ID and its exact retry, a
     prompt without an ID, and maybe a notice or a reused ID."""
     ops: list[Op] = [Prompt(now, session="s1", input=f"u{now}", text="t") for _ in range(2)]
@@ -116,7 +112,7 @@ def retries(rng: random.Random, now: int, driver: GroupDriver) -> tuple[list[Op]
 
 
 def _boundary(
-    rng: random.Random, now: int, driver: GroupDriver, steers: int, racers: list[Op]
+    rng: random.Random, now: int, driver: Recorder, steers: int, racers: list[Op]
 ) -> tuple[list[Op], list[Op]]:
     _answer_all(driver, now)
     call = _open_call(driver, now, "s1")
@@ -127,12 +123,12 @@ def _boundary(
     return setup, [Answer(now, call=call, finish=finish), *racers]
 
 
-def barrier(rng: random.Random, now: int, driver: GroupDriver) -> tuple[list[Op], list[Op]]:
+def barrier(rng: random.Random, now: int, driver: Recorder) -> tuple[list[Op], list[Op]]:
     """A compaction request racing the boundary that promotes two pending steers."""
     return _boundary(rng, now, driver, 2, [Compact(now, session="s1")])
 
 
-def steers(rng: random.Random, now: int, driver: GroupDriver) -> tuple[list[Op], list[Op]]:
+def steers(rng: random.Random, now: int, driver: Recorder) -> tuple[list[Op], list[Op]]:
     """Steers admitted while a boundary promotes the steers pending before them."""
     racers: list[Op] = [
         Prompt(now, session="s1", input=f"n{now}_{k}", text="n") for k in range(rng.randrange(1, 3))
@@ -140,13 +136,13 @@ def steers(rng: random.Random, now: int, driver: GroupDriver) -> tuple[list[Op],
     return _boundary(rng, now, driver, rng.randrange(1, 3), racers)
 
 
-def ending(rng: random.Random, now: int, driver: GroupDriver) -> tuple[list[Op], list[Op]]:
+def ending(rng: random.Random, now: int, driver: Recorder) -> tuple[list[Op], list[Op]]:
     """A prompt admitted while the answer ends the execution (nothing else pending)."""
     kind = rng.choice([Prompt, Synthetic])
     return _boundary(rng, now, driver, 0, [kind(now, session="s1", input=f"e{now}", text="e")])
 
 
-def idle(rng: random.Random, now: int, driver: GroupDriver) -> tuple[list[Op], list[Op]]:
+def idle(rng: random.Random, now: int, driver: Recorder) -> tuple[list[Op], list[Op]]:
     """Prompts on two idle sessions at once (their runners open calls side by
     side), and a resume of one of them."""
     _answer_all(driver, now)
@@ -156,7 +152,7 @@ def idle(rng: random.Random, now: int, driver: GroupDriver) -> tuple[list[Op], l
     return [], [*racers, Resume(now, session="s1")]
 
 
-def interrupt(rng: random.Random, now: int, driver: GroupDriver) -> tuple[list[Op], list[Op]]:
+def interrupt(rng: random.Random, now: int, driver: Recorder) -> tuple[list[Op], list[Op]]:
     """An interrupt racing a prompt on a session with an open call."""
     _answer_all(driver, now)
     _open_call(driver, now, "s1")
@@ -164,7 +160,7 @@ def interrupt(rng: random.Random, now: int, driver: GroupDriver) -> tuple[list[O
     return [], racers
 
 
-def revert(rng: random.Random, now: int, driver: GroupDriver) -> tuple[list[Op], list[Op]]:
+def revert(rng: random.Random, now: int, driver: Recorder) -> tuple[list[Op], list[Op]]:
     """A synthetic notice racing a revert being staged on an idle session."""
     _answer_all(driver, now)
     target = f"r{now}"
@@ -235,6 +231,8 @@ class Hunt:
     group_size: int
     seconds: float
     why: str = ""
+    # the steps sent, as scenario tables, up to the failing one (a kill's)
+    tables: tuple[dict[str, Any], ...] = field(default=(), repr=False, compare=False)
 
     @property
     def killed(self) -> bool:
@@ -258,7 +256,7 @@ def hunt(
     if mutant is not None and mutant not in RACES:
         raise KeyError(f"unknown race bug {mutant!r}; known: {', '.join(RACES)}")
     with AdapterTarget(mutant_command(mutant)[0], folder, STEP_LIMIT) as target:
-        driver = GroupDriver(Free(target) if mode == "free" else target, G4, STEP_LIMIT)
+        driver = Recorder(GroupDriver(Free(target) if mode == "free" else target, G4, STEP_LIMIT))
         try:
             for sid in SESSIONS:
                 _step(driver, [Create(1, session=sid)])
@@ -278,5 +276,79 @@ def hunt(
             _answer_all(driver, 10 + rounds)
         except Killed as killed:
             seconds = time.perf_counter() - began
-            return Hunt(mutant, name, seed, mode, rounds, done, killed.size, seconds, str(killed))
+            tables = tuple(driver.tables)
+            why = str(killed)
+            return Hunt(mutant, name, seed, mode, rounds, done, killed.size, seconds, why, tables)
     return Hunt(mutant, name, seed, mode, rounds, None, 0, time.perf_counter() - began)
+
+
+# --- minimal repros ----------------------------------------------------------------------------
+
+
+# A seed (and the hunt's rounds) whose paused hunt kills each race bug early:
+# the fast repro of each in the tests (benchmarks/bench_races.py --repros
+# shrinks the first killing seed of each instead).
+REPRO_SEEDS: dict[str, tuple[int, int]] = {
+    "race-retry-check-then-insert": (4, 1),
+    "race-seq-read-then-write": (0, 1),
+    "race-promote-trusts-batch": (7, 1),
+    "race-boundary-clears-steers": (4, 1),
+    "race-wake-without-runner-lock": (1, 4),
+    "race-call-counter-unlocked": (6, 1),
+    "race-resume-check-outside-lock": (3, 2),
+    "race-interrupt-pops-before-lock": (4, 1),
+    "race-synthetic-revert-read-apart": (0, 1),
+}
+
+
+@dataclass(frozen=True)
+class Repro:
+    """A race bug's killing hunt shrunk to a scenario file: the file, the
+    hunt, and the steps and requests before and after shrinking."""
+
+    path: Path
+    hunt: Hunt
+    steps: tuple[int, int]  # recorded, shrunk
+    requests: tuple[int, int]  # recorded, shrunk (a group's members counted one by one)
+    seconds: float
+
+
+def adapter_factory(mutant: str | None, folder: Path) -> Callable[[Policy, int], AdapterTarget]:
+    """Fresh SQLite inboxes (``mutant`` switched on), each in a folder of its
+    own under ``folder``: the shrinker's targets."""
+    argv = mutant_command(mutant)[0]
+    count = iter(range(1_000_000))
+
+    def build(policy: Policy, step_limit: int) -> AdapterTarget:
+        data = folder / f"replay-{next(count)}"
+        data.mkdir(parents=True)
+        return AdapterTarget(argv, data, step_limit)
+
+    return build
+
+
+def write_repro(
+    folder: Path, mutant: str, seed: int, path: Path, rounds: int = 40, attempts: int = 200
+) -> Repro | None:
+    """Hunt ``mutant`` paused on ``seed``; its first failing group, and the
+    steps that led to it, shrunk to the scenario file ``path`` (None: the
+    seed did not kill it). The file's schedules are the hunt's, so the
+    SQLite adapter's pause points replay the interleaving."""
+    began = time.perf_counter()
+    found = hunt(folder / "hunt", mutant, seed, "paused", rounds)
+    if not found.killed:
+        return None
+    factory = adapter_factory(mutant, folder / "shrink")
+    name = f"{mutant}-seed-{seed}"
+    write_group_repro(found.tables, G4, STEP_LIMIT, factory, path, name=name, attempts=attempts)
+    shrunk = load_text(path.read_text(encoding="utf-8"), str(path)).scenario.step
+    return Repro(
+        path,
+        found,
+        (len(found.tables), len(shrunk)),
+        (
+            sum(len(t.get("requests", [t])) for t in found.tables),
+            sum(len(s.requests or [s]) for s in shrunk),
+        ),
+        time.perf_counter() - began,
+    )

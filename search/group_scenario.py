@@ -112,7 +112,10 @@ def replay(scenario: Scenario, origin: str, policy: Policy, target: GroupTarget)
 
 def build_member(spec: StepSpec, now: int, state: State) -> tuple[Op | None, str | None]:
     """A step's request in the model's terms: an answer by ``session`` names
-    that session's open call in the model."""
+    that session's open call in the model. Where the model has none (the
+    target showed none either, or an earlier step failed: an earlier race
+    went the other way on this build), the answer names a call no one
+    opened, which the model and the target must both refuse."""
     assert spec.op is not None
     fields = spec.request_fields()
     if isinstance(fields.get("after"), str):
@@ -120,9 +123,7 @@ def build_member(spec: StepSpec, now: int, state: State) -> tuple[Op | None, str
     if spec.op == "answer" and "session" in fields:
         session = fields.pop("session")
         run = state.runs.get(session)
-        if run is None:
-            return None, f"answer: session {session!r} has no open call in the model"
-        fields["call"] = run.call.call
+        fields["call"] = run.call.call if run else f"no-open-call-on-{session}"
     kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
     return OPS[spec.op](now=now, **kwargs), None
 
@@ -146,6 +147,11 @@ class Recorder:
         self.driver = driver
         self.tables: list[dict[str, Any]] = []
         self.checks: list[GroupCheck | None] = []  # None: a kill
+
+    @property
+    def state(self) -> State:
+        """The model's state after the steps so far (the driver's)."""
+        return self.driver.state
 
     def run(
         self, ops: Sequence[Op], schedule: Sequence[int] = (), crash_at: Sequence[str | None] = ()

@@ -2,7 +2,8 @@
 
 A run the group driver judged illegal (``group_scenario.Recorder``) is a list
 of ``[[step]]`` tables ending at the failing step. :func:`shrink` makes it
-smaller while it still fails: it drops whole earlier steps, then single
+smaller while it still fails: it drops runs of earlier steps (halves,
+quarters, ... of them), then single earlier steps, then single
 members of a group (a group left with one member becomes a plain step), then
 the tail of a group's schedule (a used-up schedule picks the first option),
 keeping each candidate that still fails and starting over, until no
@@ -34,6 +35,11 @@ Tables = list[dict[str, Any]]
 def candidates(tables: Sequence[dict[str, Any]]) -> Iterator[Tables]:
     """Every one-move reduction of ``tables``, the biggest moves first."""
     last = len(tables) - 1
+    size = last // 2
+    while size >= 2:  # a run of earlier steps, the longest first (a long hunt's setup)
+        for start in range(0, last - size + 1, size):
+            yield [*tables[:start], *tables[start + size :]]
+        size //= 2
     for i in range(last):  # an earlier step
         yield [*tables[:i], *tables[i + 1 :]]
     for i, table in enumerate(tables):  # a member of a group
@@ -94,7 +100,7 @@ def replay_fails(
 
 
 def write_group_repro(
-    recorder: Recorder,
+    recorded: Recorder | Sequence[dict[str, Any]],
     policy: Policy,
     step_limit: int,
     target_factory: TargetFactory,
@@ -103,13 +109,16 @@ def write_group_repro(
     name: str = "group-counterexample",
     attempts: int = 200,
 ) -> Path:
-    """Shrink the recorder's first failing step (and what led to it) and
-    write it as a scenario file with the failure's explanation on top."""
-    failing = recorder.failing()
-    if failing is None:
-        raise ValueError("the recorded run has no failing group")
-    tables = recorder.tables[: failing + 1]
+    """Shrink a recorded run's first failing step and what led to it (a
+    recorder's, or step tables ending at the failing one) and write it as a
+    scenario file with the failure's explanation on top."""
+    if isinstance(recorded, Recorder):
+        failing = recorded.failing()
+        if failing is None:
+            raise ValueError("the recorded run has no failing group")
+        recorded = recorded.tables[: failing + 1]
     fails = replay_fails(policy, step_limit, target_factory)
+    tables = list(recorded)
     if fails(tables):  # a failure that replays is shrunk; one that does not is kept whole
         tables = shrink(tables, fails, attempts)
     loaded = load_text(scenario_text(tables, policy.name, step_limit), "<shrunk>")

@@ -75,12 +75,16 @@ class Shown:
 
     ``events`` are the session's log events appended during the group (the
     ``log`` op with ``after`` the last seq before it), or ``None`` when the
-    log was not read; a session the group created shows its whole log."""
+    log was not read; a session the group created shows its whole log.
+    ``more_calls`` are open calls the session shows besides ``call``: no
+    order of the model gives a second one, so the checker judges any illegal
+    (they are kept, not refused, so that the verdict can say so)."""
 
     pending: tuple[Row, ...] = ()
     transcript: tuple[Msg, ...] = ()
     call: Call | None = None
     events: tuple[Event, ...] | None = None
+    more_calls: tuple[Call, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,13 +150,13 @@ def shown_from_wire(
     log: Sequence[Mapping[str, Any]] | None = None,
 ) -> Shown:
     """One session's observation from ``pending``, ``messages``, ``calls``
-    (every open call: the session's is picked) and optionally ``log`` results."""
+    (every open call: the session's are picked; a second one goes to
+    ``more_calls``, for the checker to judge) and optionally ``log`` results."""
     mine = [call_from_wire(c) for c in calls if c["session"] == session]
-    if len(mine) > 1:
-        raise ValueError(f"session {session!r} shows {len(mine)} open calls")
     return Shown(
         tuple(row_from_wire(r) for r in pending),
         tuple(msg_from_wire(m) for m in messages),
         mine[0] if mine else None,
         None if log is None else tuple(event_from_wire(session, e) for e in log),
+        tuple(mine[1:]),
     )

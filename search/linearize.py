@@ -195,6 +195,7 @@ def shown_words(shown: Shown) -> str:
         f"pending [{', '.join(r.input for r in shown.pending)}]",
         f"transcript [{', '.join(m.id for m in shown.transcript)}]",
         compare.said_call(shown.call),
+        *(f"and {compare.said_call(c)}" for c in shown.more_calls),
     ]
     if shown.events is not None:
         folded = [e for e in shown.events if compare.folded(e)]
@@ -502,6 +503,11 @@ def observe(
         m = compare.pending(sid, rows, shown.pending, m, f"pending of {sid}")
         msgs = [Msg(x.id, x.type, x.seq, x.time, x.copied_from) for x in log.transcript]
         m = compare.transcript(sid, msgs, shown.transcript, m, f"transcript of {sid}")
+        if shown.more_calls:
+            raise Mismatch(
+                f"open calls of {sid}: the target shows {1 + len(shown.more_calls)}, "
+                "the model never more than one per session"
+            )
         run = state.runs.get(sid)
         m = compare.call(run.call if run else None, shown.call, m, f"open call of {sid}")
         if shown.events is not None:

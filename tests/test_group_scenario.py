@@ -193,6 +193,20 @@ def test_candidates_drop_steps_members_and_schedule_tails() -> None:
     assert shrink(tables, fails) == [tables[0], both]  # only the schedule could go
 
 
+def test_candidates_drop_runs_of_earlier_steps_first() -> None:
+    tables = [{"op": "create", "now": k, "session": f"s{k}"} for k in range(9)]
+    got = [[t["now"] for t in c] for c in candidates(tables)]
+    assert got[:2] == [[4, 5, 6, 7, 8], [0, 1, 2, 3, 8]]  # halves of the 8 earlier steps
+    assert got[2] == [2, 3, 4, 5, 6, 7, 8]  # then quarters
+    assert [0, 1, 2, 3, 4, 5, 6, 8] in got  # then single steps; never the last
+    assert all(c[-1] == 8 for c in got)
+
+    def fails(t: list[dict[str, Any]]) -> bool:  # needs the steps 3 and 8
+        return [3, 8] == [x["now"] for x in t if x["now"] in (3, 8)]
+
+    assert [t["now"] for t in shrink(tables, fails)] == [3, 8]
+
+
 def swapped(policy: Any, step_limit: int) -> SwappedReceipts:
     return SwappedReceipts(policy, step_limit)
 

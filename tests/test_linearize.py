@@ -48,6 +48,7 @@ from inboxsim.search import (
     Undecided,
     Unknown,
     linearize,
+    shown_from_wire,
     split,
 )
 from tests.group_helpers import NOW, created, simulate
@@ -305,6 +306,32 @@ def test_an_open_call_after_a_kill_is_illegal() -> None:
         killed=True,
     )
     assert "open call of s1: model no open call, target step call step 1 [x]" in illegal(g)
+
+
+def test_a_session_showing_two_open_calls_is_illegal_with_the_reason() -> None:
+    """Two prompts on an idle session, each opening a call of its own (two
+    runners at once): a verdict on the target, not the harness's exception."""
+    two = [
+        {"call": c, "session": S1, "kind": "step", "step": 1, "final": False, "context": [x]}
+        for c, x in (("t-1", "a"), ("t-2", "b"))
+    ]
+    shown = shown_from_wire(S1, [], [msg_wire("a", 3), msg_wire("b", 4)], two)
+    assert shown.call == step_call("a", call="t-1")
+    assert shown.more_calls == (step_call("b", call="t-2"),)
+    g = group(
+        (prompt("a"), 0, 3, receipt("a", 0)),
+        (prompt("b"), 1, 2, receipt("b", 1)),
+        after=shown,
+    )
+    why = illegal(g)
+    assert "open calls of s1: the target shows 2, the model never more than one" in why
+    assert "step call step 1 [a]; and step call step 1 [b]" in why  # what it showed
+    one = shown_from_wire(S1, [], [msg_wire("a", 3), msg_wire("b", 4)], two[:1])
+    assert one.more_calls == ()
+
+
+def msg_wire(x: str, seq: int) -> dict[str, Any]:
+    return {"id": x, "type": "user", "seq": seq, "time": NOW}
 
 
 def test_an_id_the_target_never_returned_does_not_match() -> None:
