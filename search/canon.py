@@ -359,6 +359,7 @@ _TRACKER_ATTRS = frozenset(
         "emits_steps",
         "last_crash",
         "last_index",
+        "busy",
     }
 )
 _MONITOR_SLOTS = {
@@ -690,11 +691,12 @@ def compute(
 
 def _facts(tracker: Any) -> tuple[Any, ...]:
     """What the tracker knows of the whole target: hello's step limit and
-    features, and whether it has shown execution and step events at all."""
+    features, whether it has shown execution and step events at all, and
+    whether the last step left the runner busy (a concurrent group's member)."""
     if tracker is None:
         return ()
     features = tuple(sorted(tracker.features))
-    return (tracker.step_limit, features, tracker.emits_exec, tracker.emits_steps)
+    return (tracker.step_limit, features, tracker.emits_exec, tracker.emits_steps, tracker.busy)
 
 
 def _references(
@@ -741,8 +743,22 @@ def _references(
     return tuple(out)
 
 
+# The monitor's dispatch tables (caches of bound methods, rebuilt on demand:
+# invariants/monitor.py) are not state; walking them would reach every
+# checker again through its bound methods.
 _FULL_SKIP = frozenset(
-    {"_begin", "_end", "_events", "_env", "env", "t", "policy", "enabled", "exercised"}
+    {
+        "_begin",
+        "_end",
+        "_end_async",
+        "_events",
+        "_env",
+        "env",
+        "t",
+        "policy",
+        "enabled",
+        "exercised",
+    }
 )
 
 
