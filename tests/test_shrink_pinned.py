@@ -25,7 +25,8 @@ import pytest
 from inboxsim.conformance.mutants import mutant_command
 from inboxsim.designs import study
 from inboxsim.invariants import Monitor
-from inboxsim.model import PRESETS, Policy, load_policy
+from inboxsim.model import PRESETS, Policy
+from inboxsim.policy_file import load_policy
 from inboxsim.scenarios.load import load_library
 from inboxsim.scenarios.render import write_scenario
 from inboxsim.search.repro import Repro, shrink_conformance, shrink_conformance_scenario
