@@ -34,7 +34,12 @@ constraints on it only on the placed set, and future comparisons only on the
 match. So a node whose every continuation failed is remembered, and reaching
 it again by another order is cut at once. The state's fingerprint is the
 events appended since the group began (the durable state is a fold of its
-events), the runs, the runner's work, the ID counter and the step limit.
+events), the runs, the runner's work and wakes, the ID counter and the step
+limit. A request's wake is a runner transition of its own (``wake``), taken
+any time after its admission: so an interrupt or an execution's end may fall
+between a prompt's admission and its wake, as on a real server. It is not
+held to the request's completion in real time (a weakening: a target that
+takes a wake late is not told apart from one that takes it at once).
 
 Three reductions, all sound:
 
@@ -42,7 +47,8 @@ Three reductions, all sound:
   transitions of different sessions commute (they touch disjoint sessions;
   the counter they share only names calls, which are matched, and the order
   of calls across sessions is seen only by ``calls``, a request), so one
-  order of them is tried, not every interleaving.
+  order of the sessions is tried (every order within a session: its wake and
+  its execution's transition), not every interleaving.
 - A request with an unknown outcome whose transition changes nothing (a
   read, an error) is never placed: it precedes nothing in real time, so
   leaving it out explores exactly the same continuations.
@@ -223,7 +229,7 @@ def linearize(group: Group, memo: bool = True, budget: int | None = None) -> Ver
 
     ``memo=False`` turns Lowe's memoisation off (the plain search, for
     comparison); ``budget`` bounds the search nodes of each part."""
-    if group.before.work:
+    if group.before.busy:
         raise ValueError("the state before a group must be quiescent (no runner work)")
     for i, r in enumerate(group.requests):
         if (r.completed is None) != isinstance(r.returned, Unknown):
@@ -401,11 +407,12 @@ class _Search:
             if self.group.killed:
                 if self._ends(state.crashed(), m, order + (KILL,), done):
                     return order + (KILL,)
-            elif not state.work and self._ends(state, m, order, done):
+            elif not state.busy and self._ends(state, m, order, done):
                 return order
         steps = enabled(state)
-        if done == self.everything and not self.group.killed:
-            steps = steps[:1]  # the rest commutes (module docstring)
+        if done == self.everything and not self.group.killed and steps:
+            # the other sessions' transitions commute (module docstring)
+            steps = tuple(s for s in steps if s.session == steps[0].session)
         for step in steps:
             stepped = order + (Move(step=step),)
             after, appended, _ = advance(state, step, self.now)
@@ -484,6 +491,7 @@ def fingerprint(state: State, base: Mapping[str, int]) -> tuple[Any, ...]:
         tuple((sid, logs[sid].events[base.get(sid, 0) :]) for sid in sorted(logs)),
         tuple(sorted(state.runs.items())),
         tuple(sorted(state.work.items())),
+        tuple(sorted(state.wakes)),
         state.counter,
         state.step_limit,
     )
