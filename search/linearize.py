@@ -84,6 +84,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import (
+    WAKE,
     Answer,
     Calls,
     CrashOp,
@@ -104,6 +105,7 @@ from .compare import Match, Mismatch
 from .history import Group, Msg, Row, Shown, Unknown
 
 KEEP = 200  # dead ends kept for the report (the deepest); all are counted
+WAKES_LAST = True  # which legal order is found first (``_Search._walk``); a test turns it off
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,17 +415,46 @@ class _Search:
         if done == self.everything and not self.group.killed and steps:
             # the other sessions' transitions commute (module docstring)
             steps = tuple(s for s in steps if s.session == steps[0].session)
-        for step in steps:
-            stepped = order + (Move(step=step),)
-            after, appended, _ = advance(state, step, self.now)
-            try:
-                m2 = self._logged(after, appended, m)
-            except Mismatch as mismatch:
-                self._dead(stepped, done, str(mismatch))
-                continue
-            found = self._walk(after, done, m2, stepped)
+        # A wake is tried last: of the legal orders, the first found takes
+        # each wake as late as it can, as a server does (at the end of its
+        # request); the orders differ in what no observation shows (a
+        # doorbell), which a later step may (a rung doorbell's follow-up).
+        late = WAKE if WAKES_LAST else None
+        for step in (s for s in steps if s.at != late):
+            found = self._step(state, done, m, order, step)
             if found is not None:
                 return found
+        found = self._requests(state, done, m, order)
+        if found is not None:
+            return found
+        for step in (s for s in steps if s.at == late):
+            found = self._step(state, done, m, order, step)
+            if found is not None:
+                return found
+        if key is not None:
+            self.seen.add(key)
+        return None
+
+    def _step(
+        self,
+        state: State,
+        done: frozenset[int],
+        m: Match,
+        order: tuple[Move, ...],
+        step: RunnerStep,
+    ) -> tuple[Move, ...] | None:
+        stepped = order + (Move(step=step),)
+        after, appended, _ = advance(state, step, self.now)
+        try:
+            m2 = self._logged(after, appended, m)
+        except Mismatch as mismatch:
+            self._dead(stepped, done, str(mismatch))
+            return None
+        return self._walk(after, done, m2, stepped)
+
+    def _requests(
+        self, state: State, done: frozenset[int], m: Match, order: tuple[Move, ...]
+    ) -> tuple[Move, ...] | None:
         for i in self.requests:
             if i in done or not self.preds[i] <= done:
                 continue
@@ -447,8 +478,6 @@ class _Search:
             found = self._walk(out.state, done | {i}, m2, placed)
             if found is not None:
                 return found
-        if key is not None:
-            self.seen.add(key)
         return None
 
     def _logged(self, state: State, appended: tuple[Event, ...], m: Match) -> Match:
