@@ -160,7 +160,7 @@ def permutations(group: Group, budget: int) -> bool | None:
         if known <= done:
             if group.killed and judge(state.crashed(), replies):
                 return True
-            if not group.killed and not state.work and judge(state, replies):
+            if not group.killed and not state.busy and judge(state, replies):
                 return True
         for step in enabled(state):
             if walk(advance(state, step, NOW).state, done, replies):

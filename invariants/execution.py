@@ -369,8 +369,11 @@ class IndependenceChecker(Checker):
             )
 
     def _idle(self, ctx: StepCtx, op: Op, sid: str) -> None:
-        """A request that does not wake ``sid`` starts no work there if idle."""
-        if sid not in self.t.sessions or sid in ctx.calls_before:
+        """A request that does not wake ``sid`` starts no work there if idle.
+        A group member after one that left the runner busy did not start
+        quiescent: a wake an earlier member recorded may be taken in its step
+        (an admission, then its wake, spec 3.6), so it is not judged."""
+        if sid not in self.t.sessions or sid in ctx.calls_before or ctx.busy_before:
             return  # unknown, or busy: not a question of waking
         self.env.hit(NEEDS_WAKE)
         work = _work(ctx, sid)

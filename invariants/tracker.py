@@ -632,7 +632,15 @@ class Tracker:
                         if row.session == sid and row.delivery == "steer":
                             sh.bg[x] = (row, i)
         if ctx.ok and op is not None and op.OP == "interrupt" and sid in self.sessions:
-            _reset_drain(self.sessions[sid])
+            sh = self.sessions[sid]
+            rung = sh.doorbell
+            _reset_drain(sh)
+            if ctx.busy_before:
+                # In a group whose runner was busy before this member, a wake
+                # an earlier member recorded may be taken after the interrupt
+                # (admission, then wake: spec 3.6) and ring the successor's
+                # doorbell (spec 3.7); the trace cannot show which, so it is kept.
+                sh.doorbell = rung
         # A session with no open call once the request quiesced is idle: its
         # execution is over, and so is everything volatile about it. (A group
         # member after which the runner had work did not quiesce.)

@@ -83,6 +83,7 @@ from .policy import G4 as G4
 from .policy import PRESETS as PRESETS
 from .policy import Policy as Policy
 from .policy import PolicyError as PolicyError
+from .runner import WAKE as WAKE
 from .state import State as State
 from .state import Work as Work
 from .store import SessionLog as SessionLog

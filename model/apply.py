@@ -110,8 +110,11 @@ def request(state: State, op: Op, crash_at: str | None = None) -> Outcome:
 
 
 def enabled(state: State) -> tuple[RunnerStep, ...]:
-    """The runner transitions that may run next, by session name."""
-    return tuple(RunnerStep(sid, state.work[sid].at) for sid in sorted(state.work))
+    """The runner transitions that may run next, by session name: each
+    session's execution's next one, and the taking of a wake recorded there."""
+    steps = [RunnerStep(sid, state.work[sid].at) for sid in state.work]
+    steps += [RunnerStep(sid, runner.WAKE) for sid in set(state.wakes)]
+    return tuple(sorted(steps, key=lambda s: (s.session, s.at != runner.WAKE)))
 
 
 def advance(state: State, step: RunnerStep, now: int, crash_at: str | None = None) -> Advanced:
@@ -119,11 +122,17 @@ def advance(state: State, step: RunnerStep, now: int, crash_at: str | None = Non
     reaches the failpoint ``crash_at`` (``mid_promotion``, ``after_promotion``)
     the process dies there: the durable state so far, crashed."""
     work = state.work.get(step.session)
-    if work is None or work.at != step.at:
+    if step.at == runner.WAKE:
+        if step.session not in state.wakes:
+            raise ValueError(f"{step} is not enabled")
+    elif work is None or work.at != step.at:
         raise ValueError(f"{step} is not enabled")
     tx = Tx(state, now, crash_at)
     try:
-        runner.advance(tx, step.session)
+        if step.at == runner.WAKE:
+            runner.take_wake(tx, step.session)
+        else:
+            runner.advance(tx, step.session)
     except CrashedAt as crash:
         return Advanced(tx.freeze().crashed(), tuple(tx.events), crash.point)
     return Advanced(tx.freeze(), tuple(tx.events))
@@ -180,14 +189,14 @@ def _prompt(tx: Tx, op: Prompt) -> dict[str, Any]:
         inbox.revert_commit(tx, op.session)
     receipt = inbox.admit(tx, op)
     if op.resume is not False:
-        runner.wake(tx, op.session)
+        runner.record_wake(tx, op.session)
     return receipt.to_wire()
 
 
 def _synthetic(tx: Tx, op: Synthetic) -> dict[str, Any]:
     receipt = inbox.admit(tx, op)
     if op.resume is not False and tx.log(op.session).revert is None:
-        runner.wake(tx, op.session)
+        runner.record_wake(tx, op.session)
     return receipt.to_wire()
 
 
@@ -196,7 +205,7 @@ def _compact(tx: Tx, op: Compact) -> dict[str, Any]:
     if settle and op.session in tx.store.sessions and op.session not in tx.runs:
         runner.settle_abandoned(tx, op.session)  # before another compaction is admitted
     receipt = inbox.compact(tx, op)
-    runner.wake(tx, op.session)
+    runner.record_wake(tx, op.session)
     return receipt.to_wire()
 
 

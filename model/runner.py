@@ -2,14 +2,17 @@
 
 Theory of operation (spec 3.4-3.8, adapter protocol "Quiescence").
 
-The runner is asynchronous: a request does its own part (an admission and its
-wake, an answer settling its call, an interrupt) and the runner goes on later,
-in the background, one transition at a time. Each active execution is either
+The runner is asynchronous: a request does its own part (an admission, which
+records its wake, an answer settling its call, an interrupt) and the runner
+goes on later, in the background, one transition at a time; it takes each
+recorded wake (``State.wakes``) as a transition too. Each active execution is either
 parked at its one open model call (``State.runs``) or has a next transition
 (``State.work``, a :class:`~inboxsim.model.state.Work` whose ``at`` names it).
 A transition reads the state when it runs and does one thing:
 
 ==========  ==================================================================
+``wake``    a wake a request recorded is taken (the rules below): a request
+            admits, then wakes; the two are not one step (spec 3.6)
 ``start``   the execution begins (``execution_started``)
 ``drain``   the drain's head: a pending manual compaction opens its call, or
             a Safe Step Boundary reads its batch, or the drain is over
@@ -54,7 +57,8 @@ The rules each transition applies:
   compaction and the drain goes on.
 - ``interrupt`` fails the open call, ends the execution and drops its doorbell;
   pending input stays. An execution woken but not yet begun (``start``) just
-  ends: nothing of it was written.
+  ends: nothing of it was written. A wake recorded but not yet taken is no
+  doorbell yet: taken after the interrupt, it starts a successor (spec 3.7).
 
 Run one transition after another as soon as each is enabled and this is the
 synchronous runner of the adapter protocol (:func:`quiesce`), which is how
@@ -125,6 +129,25 @@ def _with_doorbell(run: Run) -> Run:
 
 
 # --- what requests do to the runner -------------------------------------------
+
+
+WAKE = "wake"  # the runner transition that takes a recorded wake
+
+
+def record_wake(tx: Tx, session: str) -> None:
+    """A request's wake: recorded with its admission, taken by the runner
+    as a transition of its own (``take_wake``). Admission then wake, as the
+    spec has it (3.6), not one atomic step: so an interrupt, or the end of
+    the execution, may fall between the two, and a wake taken after an
+    interrupt starts a successor (spec 3.7: "wakes recorded during cleanup
+    start a successor execution")."""
+    tx.wakes.append(session)
+
+
+def take_wake(tx: Tx, session: str) -> None:
+    """The runner takes the oldest wake recorded for ``session``."""
+    tx.wakes.remove(session)
+    wake(tx, session)
 
 
 def wake(tx: Tx, session: str) -> None:
@@ -402,6 +425,9 @@ def advance(tx: Tx, session: str) -> None:
 
 
 def quiesce(tx: Tx) -> None:
-    """Run transitions until every session is idle or parked at a call."""
+    """Run transitions until every session is idle or parked at a call; the
+    request's wakes first (taken at once, as a synchronous runner does)."""
+    while tx.wakes:
+        take_wake(tx, tx.wakes[0])
     while tx.work:
         advance(tx, min(tx.work))

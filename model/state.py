@@ -5,11 +5,13 @@ volatile: ``State.runs`` holds the active executions parked at their one open
 model call, with the follow-up doorbell and step counter; ``State.work`` holds
 the active executions that are not parked, each at the point where the runner
 goes on (:class:`Work`, the runner's pending work). An execution is in one of
-the two, never both. After :func:`~inboxsim.model.apply.apply` the runner has
-run to quiescence, so ``work`` is empty; the fine-grained form
+the two, never both. ``State.wakes`` holds the wakes requests recorded that the
+runner has not taken yet (a wake follows its admission; it is not atomic with
+it). After :func:`~inboxsim.model.apply.apply` the runner has
+run to quiescence, so ``work`` and ``wakes`` are empty; the fine-grained form
 (:func:`~inboxsim.model.apply.request`, :func:`~inboxsim.model.apply.advance`)
-leaves it filled between transitions. A crash is exactly :meth:`State.crashed`:
-runs and work are dropped, nothing else changes.
+leaves them filled between transitions. A crash is exactly :meth:`State.crashed`:
+runs, work and wakes are dropped, nothing else changes.
 
 :class:`Tx` is the scratchpad of one transition (a request, a runner step, or
 ``apply``'s request and the runner's steps after it). It is created, used and
@@ -82,6 +84,14 @@ class State:
     step_limit: int
     counter: int  # allocator of generated IDs and call order; never reused
     work: Mapping[str, Work] = field(default_factory=dict)  # volatile, by session
+    # Volatile: the wakes requests recorded and the runner has not yet taken,
+    # by session, in the order recorded (a session may have several).
+    wakes: tuple[str, ...] = ()
+
+    @property
+    def busy(self) -> bool:
+        """Does the runner have a transition left (work, or a wake to take)?"""
+        return bool(self.work or self.wakes)
 
     def crashed(self) -> State:
         """The state after the process died and restarted."""
@@ -116,6 +126,7 @@ class Tx:
         "store",
         "runs",
         "work",
+        "wakes",
         "step_limit",
         "counter",
         "now",
@@ -128,6 +139,7 @@ class Tx:
         self.store = state.store
         self.runs = dict(state.runs)
         self.work = dict(state.work)
+        self.wakes = list(state.wakes)
         self.step_limit = state.step_limit
         self.counter = state.counter
         self.now = now
@@ -135,7 +147,15 @@ class Tx:
         self.events: list[Event] = []
 
     def freeze(self) -> State:
-        return State(self.policy, self.store, self.runs, self.step_limit, self.counter, self.work)
+        return State(
+            self.policy,
+            self.store,
+            self.runs,
+            self.step_limit,
+            self.counter,
+            self.work,
+            tuple(self.wakes),
+        )
 
     def log(self, session: str) -> SessionLog:
         return self.store.sessions[session]

@@ -34,7 +34,12 @@ constraints on it only on the placed set, and future comparisons only on the
 match. So a node whose every continuation failed is remembered, and reaching
 it again by another order is cut at once. The state's fingerprint is the
 events appended since the group began (the durable state is a fold of its
-events), the runs, the runner's work, the ID counter and the step limit.
+events), the runs, the runner's work and wakes, the ID counter and the step
+limit. A request's wake is a runner transition of its own (``wake``), taken
+any time after its admission: so an interrupt or an execution's end may fall
+between a prompt's admission and its wake, as on a real server. It is not
+held to the request's completion in real time (a weakening: a target that
+takes a wake late is not told apart from one that takes it at once).
 
 Three reductions, all sound:
 
@@ -42,7 +47,8 @@ Three reductions, all sound:
   transitions of different sessions commute (they touch disjoint sessions;
   the counter they share only names calls, which are matched, and the order
   of calls across sessions is seen only by ``calls``, a request), so one
-  order of them is tried, not every interleaving.
+  order of the sessions is tried (every order within a session: its wake and
+  its execution's transition), not every interleaving.
 - A request with an unknown outcome whose transition changes nothing (a
   read, an error) is never placed: it precedes nothing in real time, so
   leaving it out explores exactly the same continuations.
@@ -78,6 +84,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import (
+    WAKE,
     Answer,
     Calls,
     CrashOp,
@@ -98,6 +105,7 @@ from .compare import Match, Mismatch
 from .history import Group, Msg, Row, Shown, Unknown
 
 KEEP = 200  # dead ends kept for the report (the deepest); all are counted
+WAKES_LAST = True  # which legal order is found first (``_Search._walk``); a test turns it off
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +232,7 @@ def linearize(group: Group, memo: bool = True, budget: int | None = None) -> Ver
 
     ``memo=False`` turns Lowe's memoisation off (the plain search, for
     comparison); ``budget`` bounds the search nodes of each part."""
-    if group.before.work:
+    if group.before.busy:
         raise ValueError("the state before a group must be quiescent (no runner work)")
     for i, r in enumerate(group.requests):
         if (r.completed is None) != isinstance(r.returned, Unknown):
@@ -402,22 +410,52 @@ class _Search:
             if self.group.killed:
                 if self._ends(state.crashed(), m, order + (KILL,), done):
                     return order + (KILL,)
-            elif not state.work and self._ends(state, m, order, done):
+            elif not state.busy and self._ends(state, m, order, done):
                 return order
         steps = enabled(state)
-        if done == self.everything and not self.group.killed:
-            steps = steps[:1]  # the rest commutes (module docstring)
-        for step in steps:
-            stepped = order + (Move(step=step),)
-            after, appended, _ = advance(state, step, self.now)
-            try:
-                m2 = self._logged(after, appended, m)
-            except Mismatch as mismatch:
-                self._dead(stepped, done, str(mismatch))
-                continue
-            found = self._walk(after, done, m2, stepped)
+        if done == self.everything and not self.group.killed and steps:
+            # the other sessions' transitions commute (module docstring)
+            steps = tuple(s for s in steps if s.session == steps[0].session)
+        # A wake is tried last: of the legal orders, the first found takes
+        # each wake as late as it can, as a server does (at the end of its
+        # request); the orders differ in what no observation shows (a
+        # doorbell), which a later step may (a rung doorbell's follow-up).
+        late = WAKE if WAKES_LAST else None
+        for step in (s for s in steps if s.at != late):
+            found = self._step(state, done, m, order, step)
             if found is not None:
                 return found
+        found = self._requests(state, done, m, order)
+        if found is not None:
+            return found
+        for step in (s for s in steps if s.at == late):
+            found = self._step(state, done, m, order, step)
+            if found is not None:
+                return found
+        if key is not None:
+            self.seen.add(key)
+        return None
+
+    def _step(
+        self,
+        state: State,
+        done: frozenset[int],
+        m: Match,
+        order: tuple[Move, ...],
+        step: RunnerStep,
+    ) -> tuple[Move, ...] | None:
+        stepped = order + (Move(step=step),)
+        after, appended, _ = advance(state, step, self.now)
+        try:
+            m2 = self._logged(after, appended, m)
+        except Mismatch as mismatch:
+            self._dead(stepped, done, str(mismatch))
+            return None
+        return self._walk(after, done, m2, stepped)
+
+    def _requests(
+        self, state: State, done: frozenset[int], m: Match, order: tuple[Move, ...]
+    ) -> tuple[Move, ...] | None:
         for i in self.requests:
             if i in done or not self.preds[i] <= done:
                 continue
@@ -441,8 +479,6 @@ class _Search:
             found = self._walk(out.state, done | {i}, m2, placed)
             if found is not None:
                 return found
-        if key is not None:
-            self.seen.add(key)
         return None
 
     def _logged(self, state: State, appended: tuple[Event, ...], m: Match) -> Match:
@@ -485,6 +521,7 @@ def fingerprint(state: State, base: Mapping[str, int]) -> tuple[Any, ...]:
         tuple((sid, logs[sid].events[base.get(sid, 0) :]) for sid in sorted(logs)),
         tuple(sorted(state.runs.items())),
         tuple(sorted(state.work.items())),
+        tuple(sorted(state.wakes)),
         state.counter,
         state.step_limit,
     )

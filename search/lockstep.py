@@ -189,16 +189,18 @@ def _by_id(
 ) -> tuple[dict[str, PendingView], dict[str, MessageView]]:
     """The target's own pending rows and messages by ID, from its views before
     and after a group and its admissions during it (a row admitted and
-    promoted within the group shows only in its event)."""
+    promoted within the group shows only in its event). Later wins: an ID
+    admitted again within the group (a committed revert ended its earlier
+    lifecycle) is its new row, not the one the view before showed."""
     rows: dict[str, PendingView] = {}
     msgs: dict[str, MessageView] = {}
-    for views in (pending, side.pending):
-        rows.update((r.input, r) for view in views.values() for r in view)
+    rows.update((r.input, r) for view in pending.values() for r in view)
     for e in events:
-        if e.type in ("admitted", "compaction_admitted") and e.input and e.input not in rows:
+        if e.type in ("admitted", "compaction_admitted") and e.input:
             data = _data(e.data)
             kind = "compaction" if e.type == "compaction_admitted" else data.get("type", "user")
             rows[e.input] = PendingView(e.input, kind, data.get("delivery"), e.seq, e.time)
+    rows.update((r.input, r) for view in side.pending.values() for r in view)
     for shown in (transcript, side.transcript):
         msgs.update((m.id, m) for view in shown.values() for m in view)
     return rows, msgs

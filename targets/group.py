@@ -118,7 +118,7 @@ def serve_group(
 ) -> Served:
     """Run a group under a schedule; ``crash_at`` holds each member's
     failpoint, or None (see the module docstring)."""
-    if state.work:
+    if state.busy:
         raise ValueError("a group starts from a quiescent model")
     points = list(crash_at) + [None] * (len(ops) - len(crash_at))
     armed = [p for p in points if p is not None]

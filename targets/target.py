@@ -193,10 +193,8 @@ def _along(
             after = advance(state, step, now)
             state = after.state
             events.extend(after.events)
-        members.append(
-            Member(i, out.reply, observe(before, state, tuple(events)), bool(state.work))
-        )
-    if state.work:
+        members.append(Member(i, out.reply, observe(before, state, tuple(events)), state.busy))
+    if state.busy:
         return None
     return members, state
 

@@ -61,3 +61,16 @@ def test_a_failing_seed_runs_again_and_a_target_that_answers_otherwise_is_nondet
         assert outcome.item.failure["first"]["replies"] != outcome.item.failure["again"]["replies"]
     else:
         assert outcome.item.verdict == "diverged"
+
+
+# Issue 19's false alarms on the correct inbox, each a seed whose groups hit it
+# under pause points: an interrupt between a prompt's admission and its wake
+# (34, 37, 41), the doorbell that wake leaves (151), an ID admitted again
+# within a group after a revert its first prompt committed (69).
+@pytest.mark.parametrize("seed", [34, 37, 41, 69, 151])
+def test_the_correct_sqlite_inbox_holds_the_seeds_that_were_false_alarms(
+    tmp_path: Path, seed: int
+) -> None:
+    argv = target_command(None, "sqlite", None, 10.0)[0]
+    outcome = seed_item(seed, argv, G4, "g4", 40, 10.0, tmp_path, "sqlite", concurrency=4)
+    assert outcome.item.verdict == "held", outcome.item.detail

@@ -4,7 +4,8 @@
 soon as it is enabled (same states, replies, events; the failpoints are
 places between transitions), and the fine-grained form must allow what only
 an asynchronous runner does: two prompts admitted before one boundary read
-join one call (spec A6), an admission after the read waits for the next.
+join one call (spec A6), an admission after the read waits for the next, a
+wake taken after an interrupt starts a successor (spec 3.7).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class Stepwise(Driver):
         assert again.reply == outcome.reply
         assert again.events == outcome.events
         assert again.state == outcome.state
-        assert not outcome.state.work  # apply leaves the runner quiescent
+        assert not outcome.state.busy  # apply leaves the runner quiescent
         return outcome
 
 
@@ -105,10 +106,16 @@ def _run(state: State, now: int = NOW) -> State:
     return state
 
 
-def _prompt(state: State, input_id: str, **fields: Any) -> State:
+def _admit(state: State, input_id: str, **fields: Any) -> State:
+    """A prompt's own part: admitted, its wake recorded, not yet taken."""
     out = request(state, Prompt(NOW, session="s1", input=input_id, text=input_id, **fields))
     assert isinstance(out.reply, Ok), out.reply
     return out.state
+
+
+def _prompt(state: State, input_id: str, **fields: Any) -> State:
+    """A prompt with its wake taken at once."""
+    return advance(_admit(state, input_id, **fields), RunnerStep("s1", "wake"), NOW).state
 
 
 def _contexts(state: State) -> list[tuple[str, ...]]:
@@ -130,6 +137,44 @@ def test_two_prompts_on_an_idle_session_may_join_one_call() -> None:
     seq = apply(_created("s1"), Prompt(NOW, session="s1", input="a", text="a")).state
     seq = apply(seq, Prompt(NOW, session="s1", input="b", text="b")).state
     assert _contexts(seq) == [("a",)]
+
+
+def test_a_prompt_records_its_wake_and_the_runner_takes_it() -> None:
+    """Spec 3.6: admission, then wake; the wake is a transition of its own."""
+    state = _admit(_created("s1"), "a")
+    assert enabled(state) == (RunnerStep("s1", "wake"),) and not state.work
+    state = advance(state, RunnerStep("s1", "wake"), NOW).state
+    assert enabled(state) == (RunnerStep("s1", "start"),) and not state.wakes
+    assert _contexts(_run(state)) == [("a",)]
+
+
+def _parked() -> State:
+    """s1's execution parked at a's step call."""
+    state = _run(_prompt(_created("s1"), "a"))
+    assert _contexts(state) == [("a",)]
+    return state
+
+
+def test_a_wake_taken_before_an_interrupt_is_dropped_with_the_doorbell() -> None:
+    state = _prompt(_parked(), "b")  # the wake rings the running execution's doorbell
+    state = _run(request(state, op_of("interrupt", NOW, {"session": "s1"})).state)
+    assert not state.runs and [r.input for r in state.store.sessions["s1"].pending] == ["b"]
+
+
+def test_a_wake_taken_after_an_interrupt_starts_a_successor() -> None:
+    """Spec 3.7: wakes recorded during cleanup start a successor execution;
+    b was admitted before the interrupt, its wake taken after it (a server
+    that admits and then wakes, such as the SQLite inbox)."""
+    state = _admit(_parked(), "b")
+    state = request(state, op_of("interrupt", NOW, {"session": "s1"})).state
+    state = _run(state)
+    assert _contexts(state) == [("a", "b")]
+    assert _types(state)[-4:] == [
+        "execution_interrupted",
+        "execution_started",
+        "promoted:b",
+        "step_started",
+    ]
 
 
 def test_an_admission_after_the_boundary_read_waits_for_the_next_boundary() -> None:
@@ -251,7 +296,7 @@ def test_a_kill_between_any_two_transitions_keeps_every_admission(seed: Any) -> 
             state = out.state
             admitted |= {e.input or "" for e in out.events if e.type == "admitted"}
     crashed = state.crashed()
-    assert not crashed.runs and not crashed.work and not enabled(crashed)
+    assert not crashed.busy and not crashed.runs and not enabled(crashed)
     live = {r.input for log in crashed.store.sessions.values() for r in log.pending}
     live |= {m.id for log in crashed.store.sessions.values() for m in log.transcript}
     assert admitted <= live

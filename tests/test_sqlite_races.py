@@ -17,7 +17,7 @@ import pytest
 
 from inboxsim.conformance.mutants import ADAPTER, RACES, check_mutant
 from inboxsim.conformance.races import SCENE_OF, SCENES, hunt
-from inboxsim.model import G4, Create, Prompt
+from inboxsim.model import G4, Answer, Compact, Create, Interrupt, Prompt
 from inboxsim.search.groups import GroupDriver
 from inboxsim.targets.adapter import AdapterTarget
 
@@ -87,3 +87,37 @@ def test_sequential_conformance_does_not_kill_a_race_bug(tmp_path: Path, mutant:
     result = check_mutant(mutant, scenarios=[], seeds=range(2), ops=60, workdir=tmp_path)
     assert result.seeds_run == 2
     assert not result.kills, [k.detail for k in result.kills]
+
+
+def test_a_prompt_admitted_before_an_interrupt_and_woken_after_it_is_legal(
+    tmp_path: Path,
+) -> None:
+    """Issue 19's false alarm (seeds 34, 37 and 41 of ``conformance --target
+    sqlite --concurrency 4``): the inbox admits a prompt, then wakes the
+    session (spec 3.6), two steps; an interrupt between them discards the
+    wakes recorded before it, so this one, taken after it, starts a
+    successor that promotes the prompt (spec 3.7). The model once took a
+    prompt's wake with its admission and judged this group illegal."""
+    with AdapterTarget([sys.executable, str(ADAPTER)], tmp_path / "wake", 4) as target:
+        driver = GroupDriver(target, G4, 4)
+        driver.run([Create(1, session="s1")])
+        assert driver.run([Prompt(2, session="s1", input="a", text="a")]).legal  # a call opens
+        assert driver.run([Compact(3, session="s1", input="c")]).legal
+        step = driver.state.open_calls()[0].call
+        assert driver.run([Answer(4, call=step, finish="stop")]).legal  # c's call opens
+        assert [c.kind for c in driver.state.open_calls()] == ["compaction"]
+        ops = [Prompt(5, session="s1", input="b", text="b"), Interrupt(5, session="s1")]
+        # r0 starts and admits, r1 starts and interrupts, then r0 wakes.
+        check = driver.run(ops, [0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0])
+        points = [(p["request"], p["point"]) for p in check.pauses]
+        assert points[:5] == [(0, "start"), (0, "begin"), (1, "start"), (1, "runner"), (1, "begin")]
+        assert points.index((0, "runner")) > points.index((1, "runner"))
+        assert check.legal, check.explain()
+        inbox = ("admitted", "compaction_failed", "promoted")
+        log = [e for e in driver.state.store.sessions["s1"].events if e.type in inbox]
+        assert [f"{e.type}:{e.input}" for e in log][-3:] == [
+            "admitted:b",
+            "compaction_failed:c",  # the interrupt, between b's admission and its promotion
+            "promoted:b",
+        ]
+        assert [c.context for c in driver.state.open_calls()] == [("a", "b")]
