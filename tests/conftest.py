@@ -12,6 +12,12 @@ CI runs every test (README's ``python -m pytest -n 2``); the fast set alone is
 
 from __future__ import annotations
 
+import signal
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 INTENT: dict[str, str] = {
@@ -42,3 +48,59 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         intent = INTENT.get(item.path.stem)
         if intent is not None:
             item.add_marker(intent)
+
+
+# --- the worker's signal state, as each test found it ----------------------------------
+#
+# The tests of Ctrl-C and SIGTERM (test_harness_processes.py, test_harness_kills.py)
+# signal this process, or start a command line that inherits its signal state:
+# an ignored disposition and the blocked mask both survive fork and exec, and
+# the harness rightly stays deaf to a SIGINT it inherited as ignored (a
+# background job). A test that leaves SIGINT ignored or blocked in the worker
+# would make those fail later, on whichever worker they land, for a reason
+# they cannot see. So every test ends with the state it found: what it
+# changed is put back, and named in a warning (the summary lists it).
+
+WATCHED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP, signal.SIGUSR1)
+STATUS = Path("/proc/self/status")
+
+
+def ignored_by_the_kernel() -> frozenset[int]:
+    """Signals the kernel ignores for this process (what a child inherits,
+    also when set by C code that Python's own record of handlers misses)."""
+    if not STATUS.exists():
+        return frozenset()
+    for line in STATUS.read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            bits = int(line.split()[1], 16)
+            return frozenset(s for s in WATCHED if bits >> (s - 1) & 1)
+    return frozenset()
+
+
+@pytest.fixture(autouse=True)
+def signals_left_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
+    if sys.platform == "win32":
+        yield
+        return
+    handlers = {s: signal.getsignal(s) for s in WATCHED}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    ignored = ignored_by_the_kernel()
+    yield
+    changed = [
+        f"{signal.Signals(s).name} handler"
+        for s in WATCHED
+        if signal.getsignal(s) != handlers[s] or (s in ignored_by_the_kernel()) != (s in ignored)
+    ]
+    now = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    if now != mask:
+        changed.append(f"blocked signals {sorted(s.name for s in now)}")
+    if changed:
+        for s, handler in handlers.items():
+            if handler is not None:
+                signal.signal(s, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        warnings.warn(
+            f"{request.node.nodeid} changed this process's {', '.join(changed)}; put back",
+            pytest.PytestWarning,
+            stacklevel=1,
+        )

@@ -537,3 +537,24 @@ def test_folders_of_a_killed_run_are_removed_by_the_next(tmp_path: Path) -> None
     )
     assert run.returncode == 0
     assert os.listdir(tmp_path) == [live.name]
+
+
+def test_the_suite_sees_an_ignored_sigint_even_when_c_code_set_it() -> None:
+    """tests/conftest.py puts back the signal state a test leaves changed; it
+    reads the kernel's record, which a disposition set below Python (here
+    through libc, as a library's C code would) changes and Python's does not."""
+    import ctypes
+
+    from tests.conftest import ignored_by_the_kernel
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.signal.restype = ctypes.c_void_p
+    libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+    assert signal.SIGINT not in ignored_by_the_kernel()
+    before = libc.signal(signal.SIGINT, 1)  # SIG_IGN
+    try:
+        assert signal.SIGINT in ignored_by_the_kernel()
+        assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # Python did not see it
+    finally:
+        libc.signal(signal.SIGINT, before)
+    assert signal.SIGINT not in ignored_by_the_kernel()
