@@ -233,10 +233,11 @@ def _lane(key: str, lane: Lane) -> str:
             f'completed <span class="completed">{escape(done)}</span></div>'
         )
     note = f'<div class="note">{escape(lane.note)}</div>' if lane.note else ""
+    reply = f'<div class="reply mono">&rarr; {escape(lane.reply)}</div>' if lane.reply else ""
     return (
         f'<div class="lane" id="{escape(key)}-{escape(lane.name.lstrip("#"))}">{name} '
         f"<code>{escape(lane.request)}</code>"
-        f'<div class="reply mono">&rarr; {escape(lane.reply)}</div>{times}{note}</div>'
+        f"{reply}{times}{note}</div>"
     )
 
 

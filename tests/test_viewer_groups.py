@@ -8,6 +8,7 @@ real browser. A trace without groups gets the page it always had."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from html import escape
@@ -18,6 +19,7 @@ import pytest
 from inboxsim.cli import main
 from inboxsim.conformance.mutants import mutant_command
 from inboxsim.model import G4, PRESETS, Create, Prompt
+from inboxsim.reports.conformance_view import html_parts, markdown_lines, summarize_conformance
 from inboxsim.reports.group_view import ILLEGAL, LEGAL, check_panel, trace_panels
 from inboxsim.reports.pages import findings, result_page, scenario_page, timeline
 from inboxsim.reports.viewer import Page, page_html
@@ -211,6 +213,38 @@ def test_run_html_takes_one_scenario(tmp_path: Path, capsys: pytest.CaptureFixtu
     out = tmp_path / "nope" / "x.html"
     assert main(["run", str(tmp_path / "a.toml"), "--html", str(out)]) == 2
     assert f"cannot write {out}" in capsys.readouterr().err
+
+
+# --- a conformance seed whose group no order explains: the report, for CI ----------------
+
+
+def test_the_conformance_report_shows_a_failing_group_and_its_explanation() -> None:
+    driver = GroupDriver(SwappedReceipts(G4, 4), G4, 4)
+    driver.run([Create(1, session="s1")])
+    ops = [Prompt(5, session="s1", input=x, text=x) for x in ("a", "b")]
+    check = driver.run(ops, [0, 0])
+    divergence = {  # NotLinearizable.to_dict(), as conformance --db stores it
+        "step": 4,
+        "request": {"op": "group", "requests": [op.to_wire() for op in ops]},
+        "where": "group not linearizable",
+        "model": None,
+        "target": None,
+        "history": ["create session=s1"],
+        "explanation": check.explain(),
+    }
+    failure = {"key": "diverged:group:", "divergence": divergence}
+    row = (1, "sqlite", "g4", "seed", "7", "diverged", "x", "inboxsim conformance ...", 1.0, 9)
+    (batch,) = summarize_conformance([(*row, json.dumps(failure))])
+    (problem,) = batch["problems"]
+    html = "".join(html_parts([batch]))
+    section = _section(html, "conformance-group-4")
+    lanes = re.findall(r'<div class="lane" id="conformance-group-4-r\d">(.*?)</div>', section)
+    assert len(lanes) == 2 and all("prompt" in lane for lane in lanes)  # side by side
+    assert escape(check.explain()) in section and "No order found" in section
+    assert 'class="sides"' not in html  # no empty model/target table
+    markdown = "\n".join(markdown_lines([batch]))
+    assert "\n".join(check.explain().splitlines()) in markdown  # the CI summary has it whole
+    assert problem["divergence"]["explanation"] == check.explain()  # and the JSON
 
 
 # --- in a real browser ---------------------------------------------------------------------
