@@ -15,7 +15,11 @@ Two sources give a :class:`GroupPanel`:
   found, each labelled with the group's first step (``trace/record.py``); the
   trace keeps no times, so the lanes are in the order found and say so, and
   the order lists each member with the runner's work the order put after it
-  (the events its step appended).
+  (the events its step appended);
+- a replayed seed on the model (``replay --html``), run through a
+  :class:`GroupRecorder`: the trace's groups as the model served them, each
+  request a lane in the group's own order with the model's clock (decisions)
+  and the order of every decision, the runner's transitions included.
 
 :func:`groups_html` renders the panels; ``viewer.py`` places them on the page.
 """
@@ -25,11 +29,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html import escape
+from typing import NamedTuple
 
+from ..model import Op, Policy
 from ..search.compare import said
 from ..search.groups import GroupCheck
 from ..search.linearize import Illegal, Legal, describe, shown_words
 from ..sim.show import event_text, reply_text, request_text
+from ..targets.group import GroupReply, GroupSteps
+from ..targets.target import ModelTarget
 from ..trace.record import Step, group_of
 
 LEGAL, ILLEGAL, UNDECIDED = "legal", "not linearizable", "undecided"
@@ -134,10 +142,14 @@ def kill_panel(number: int) -> GroupPanel:
 
 
 def trace_panels(
-    steps: Sequence[Step], findings: Iterable[tuple[str, int | None, str]] = ()
+    steps: Sequence[Step],
+    findings: Iterable[tuple[str, int | None, str]] = (),
+    served: Sequence[Served] = (),
 ) -> tuple[GroupPanel, ...]:
     """Every concurrent group of a trace; ``findings``: (invariant, the step
-    that revealed it, message), each shown on the group that holds the step."""
+    that revealed it, message), each shown on the group that holds the step;
+    ``served``: the groups as the model served them, in the run's order
+    (:class:`GroupRecorder`), which gives each its lanes' times."""
     members: dict[int, list[Step]] = {}
     for step in steps:
         mark = group_of(step.decision)
@@ -145,32 +157,15 @@ def trace_panels(
             members.setdefault(mark.first, []).append(step)
     found = list(findings)
     panels = []
-    for first, group in members.items():
+    timed = len(served) == len(members)  # else (not this run's): the trace alone
+    for n, (first, group) in enumerate(members.items()):
         indexes = {s.index for s in group}
         race = group[0].decision.partition(": ")[2]
-        lanes = tuple(
-            Lane(
-                f"#{s.index}",
-                request_text(s),
-                reply_text(s),
-                step=s.index,
-                note="the runner still had work after it" if _busy(s) else "",
-            )
-            for s in group
-        )
-        order = tuple(
-            Move(
-                request_text(s),
-                f"#{s.index}",
-                s.index,
-                tuple(event_text(e) for e in s.observed.events),
-            )
-            for s in group
-        )
+        lanes, order = _lanes_and_order(group) if not timed else _served(group, served[n])
         panels.append(
             GroupPanel(
                 f"group-{first}",
-                f"Steps {group[0].index}-{group[-1].index}: a group of {len(group)} requests "
+                f"Steps {group[0].index}-{group[-1].index}: a group of {len(lanes)} requests "
                 f"issued together" + (f" ({race})" if race else ""),
                 lanes,
                 order,
@@ -183,6 +178,95 @@ def trace_panels(
             )
         )
     return tuple(panels)
+
+
+def _lanes_and_order(group: Sequence[Step]) -> tuple[tuple[Lane, ...], tuple[Move, ...]]:
+    """A group from its steps alone: a lane per member in the order found,
+    and that order, each member with the events its step appended."""
+    lanes = tuple(
+        Lane(
+            f"#{s.index}",
+            request_text(s),
+            reply_text(s),
+            step=s.index,
+            note="the runner still had work after it" if _busy(s) else "",
+        )
+        for s in group
+    )
+    order = tuple(
+        Move(
+            request_text(s),
+            f"#{s.index}",
+            s.index,
+            tuple(event_text(e) for e in s.observed.events),
+        )
+        for s in group
+    )
+    return lanes, order
+
+
+def _served(group: Sequence[Step], served: Served) -> tuple[tuple[Lane, ...], tuple[Move, ...]]:
+    """A group as the model served it: a lane per request in the group's own
+    order (``r0``, ...), its step, reply and times (the model's clock counts
+    its decisions: every request invoked at 0, completed at the decision that
+    placed it), and the order of every decision, the runner's included."""
+    step = {p: s for p, s in zip(served.positions, group, strict=False)}  # a run may stop mid-group
+    lanes = []
+    for k, (op, outcome) in enumerate(zip(served.ops, served.reply.outcomes, strict=True)):
+        s = step.get(k)
+        completed = None if outcome is None else outcome.get("completed")
+        lanes.append(
+            Lane(
+                f"r{k}",
+                request_text(s) if s is not None else describe(op),
+                reply_text(s) if s is not None else "(not recorded: the run stopped before it)",
+                None if outcome is None else float(outcome["invoked"]),
+                None if completed is None else float(completed),
+                None if s is None else s.index,
+            )
+        )
+    order = []
+    for pause in served.reply.pauses:
+        i = pause.get("request")
+        if not isinstance(i, int):  # a runner transition
+            order.append(Move(str(pause.get("point"))))
+            continue
+        member = step.get(i)
+        what = request_text(member) if member is not None else describe(served.ops[i])
+        order.append(Move(f"r{i} {what}", f"r{i}", None if member is None else member.index))
+    return tuple(lanes), tuple(order)
+
+
+class Served(NamedTuple):
+    """A group as the model served it: its requests in the group's order,
+    the member positions along the order the trace records, and the model's
+    answer (wire outcomes with times, and every decision taken)."""
+
+    ops: tuple[Op, ...]
+    positions: tuple[int, ...]
+    reply: GroupReply
+
+
+class GroupRecorder(ModelTarget):
+    """The reference model as a run drives it (``run(target=...)``), which
+    also remembers each concurrent group as the model served it
+    (:class:`Served`): the page of a replayed seed shows its times and every
+    decision. The group is served twice, through the model's own ``group``
+    (for the outcomes and the decisions) and then as the run takes it: from
+    the same state and schedule, the same decisions (the state is a value),
+    so the run, its trace and its hash are those of the plain model."""
+
+    def __init__(self, policy: Policy, step_limit: int) -> None:
+        super().__init__(policy, step_limit)
+        self.served: list[Served] = []
+
+    def group_steps(self, ops: list[Op], schedule: list[int]) -> GroupSteps:
+        before = self.state
+        reply, _ = self.group(list(ops), list(schedule))
+        self.state = before
+        steps = super().group_steps(ops, schedule)
+        self.served.append(Served(tuple(ops), tuple(m.position for m in steps.members), reply))
+        return steps
 
 
 def _busy(step: Step) -> bool:
@@ -296,12 +380,14 @@ def _order(panel: GroupPanel) -> str:
         head = f'<a href="#step-{m.step}">#{m.step}</a> ' if m.step is not None else ""
         cls = "request" if m.lane is not None else "runner"
         items.append(f'<li class="{cls}">{head}<code>{escape(m.text)}</code>{then}</li>')
-    what = (
-        "The order the search found (each request's own effect and the runner's transitions):"
-        if panel.verdict
-        else "The order the group took effect, each member with the events its step appended "
-        "(the runner's work the order put after it):"
-    )
+    if any(m.then for m in panel.order):  # a recorded trace: the members' steps
+        what = (
+            "The order the group took effect, each member with the events its step appended "
+            "(the runner's work the order put after it):"
+        )
+    else:
+        who = "the search found" if panel.verdict else "the group took effect"
+        what = f"The order {who} (each request's own effect and the runner's transitions):"
     return f'<p>{what}</p><ol class="order">{"".join(items)}</ol>'
 
 
@@ -346,7 +432,7 @@ def groups_html(panels: Sequence[GroupPanel]) -> str:
     timed = any(lane.invoked is not None for p in panels for lane in p.lanes)
     fold = len(panels) > FOLD
     when = (
-        "when it was invoked and completed (the adapter's clock)"
+        "when it was invoked and completed (the adapter's clock; on the model, its decisions)"
         if timed
         else "its step (a trace records a group's members along the order found and keeps no "
         "times: the lanes are in that order)"

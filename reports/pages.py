@@ -16,7 +16,7 @@ from typing import Any
 from ..invariants import REGISTRY
 from ..trace.record import Step
 from .counterexamples import example_steps
-from .group_view import check_panel, kill_panel, trace_panels
+from .group_view import Served, check_panel, kill_panel, trace_panels
 from .plots import run_detail, swimlane_svg
 from .problems import size_words
 from .summary import replay_command
@@ -61,12 +61,15 @@ def run_page(
     links: Sequence[tuple[str, str]] = (),
     intro: str = "",
     svg: str | None = None,
+    served: Sequence[Served] = (),
 ) -> str:
     """The viewer page of one run's steps, with its timeline (``svg``: drawn
-    already by :func:`timeline`)."""
+    already by :func:`timeline`) and its concurrent groups (``served``: as
+    the model served them, when the run was watched by a
+    :class:`~.group_view.GroupRecorder`)."""
     svg = timeline(steps, violations, policy, seed) if svg is None else svg
     found = findings(violations)
-    groups = trace_panels(steps, [(f.invariant, f.at, f.message) for f in found])
+    groups = trace_panels(steps, [(f.invariant, f.at, f.message) for f in found], served)
     return page_html(
         Page(
             title,
@@ -86,8 +89,9 @@ def verdict_words(violations: Sequence[Violation]) -> str:
     return ("violated " + ", ".join(sorted({v[0] for v in violations}))) if violations else "held"
 
 
-def result_page(result: Any, replay: str = "") -> str:
-    """The page of a :class:`~inboxsim.sim.run.RunResult` (a replayed seed)."""
+def result_page(result: Any, replay: str = "", served: Sequence[Served] = ()) -> str:
+    """The page of a :class:`~inboxsim.sim.run.RunResult` (a replayed seed;
+    ``served``: its groups, see :func:`run_page`)."""
     header = result.trace.header
     violations = [(v.invariant, v.steps, v.message) for v in result.violations]
     facts = [
@@ -108,6 +112,7 @@ def result_page(result: Any, replay: str = "") -> str:
         result.policy,
         result.seed,
         facts=facts,
+        served=served,
     )
 
 

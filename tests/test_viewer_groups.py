@@ -20,7 +20,13 @@ from inboxsim.cli import main
 from inboxsim.conformance.mutants import mutant_command
 from inboxsim.model import G4, PRESETS, Create, Prompt
 from inboxsim.reports.conformance_view import html_parts, markdown_lines, summarize_conformance
-from inboxsim.reports.group_view import ILLEGAL, LEGAL, check_panel, trace_panels
+from inboxsim.reports.group_view import (
+    ILLEGAL,
+    LEGAL,
+    GroupRecorder,
+    check_panel,
+    trace_panels,
+)
 from inboxsim.reports.pages import findings, result_page, scenario_page, timeline
 from inboxsim.reports.viewer import Page, page_html
 from inboxsim.scenarios.load import load_text
@@ -97,6 +103,47 @@ def test_a_concurrent_trace_shows_every_group_side_by_side(concurrent) -> None: 
             assert f'href="#group-{first}"' in _article(page, n)
     outside = [s.index for s in concurrent.trace.steps if group_of(s.decision) is None]
     assert outside and all("group-link" not in _article(page, n) for n in outside)
+
+
+def test_a_replayed_seed_shows_each_group_as_the_model_served_it(
+    concurrent,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    """``replay --html`` watches the model serve each group: the lanes are
+    the group's own order with the model's clock, the order holds every
+    decision, the runner's included; the run and its hash are the same."""
+    watched: list[GroupRecorder] = []
+
+    def model(policy, step_limit):  # type: ignore[no-untyped-def]
+        watched.append(GroupRecorder(policy, step_limit))
+        return watched[-1]
+
+    again = run_seed(5, PRESETS["g4"], RunOptions(concurrency=4), target=model)
+    assert again.trace_hash == concurrent.trace_hash
+    (recorder,) = watched
+    panels = trace_panels(again.trace.steps, (), recorder.served)
+    assert len(panels) == len(recorder.served) == len(trace_panels(again.trace.steps))
+    steps = {s.index: s for s in again.trace.steps}
+    runner = 0
+    for panel, served in zip(panels, recorder.served, strict=True):
+        assert [lane.name for lane in panel.lanes] == [f"r{i}" for i in range(len(served.ops))]
+        for lane, op, outcome in zip(panel.lanes, served.ops, served.reply.outcomes, strict=True):
+            assert outcome is not None and lane.step is not None
+            assert steps[lane.step].request == op  # each lane is its member's step
+            assert (lane.invoked, lane.completed) == (outcome["invoked"], outcome["completed"])
+        assert len(panel.order) == len(served.reply.pauses)  # every decision
+        placed = [m.step for m in panel.order if m.lane is not None]
+        assert placed == sorted(placed) == sorted(panel.steps)  # along the trace's order
+        runner += sum(m.lane is None for m in panel.order)
+    assert runner > 0
+    out = tmp_path / "seed.html"
+    args = ["replay", "5", "--policy", "g4", "--concurrency", "4", "--html", str(out)]
+    assert main(args) == 0
+    page = out.read_text()
+    first = _section(page, panels[0].key)
+    assert 'id="group-3-r0"' in first and 'class="invoked">0<' in first
+    assert '<li class="runner"><code>runner s1:' in first
+    assert first.count('<rect class="span"') == len(panels[0].lanes)
 
 
 def test_a_group_step_that_reveals_a_violation_marks_its_group(concurrent) -> None:  # type: ignore[no-untyped-def]
