@@ -30,7 +30,7 @@ from inboxsim.reports.group_view import (
 from inboxsim.reports.pages import findings, result_page, scenario_page, timeline
 from inboxsim.reports.viewer import Page, page_html
 from inboxsim.scenarios.load import load_text
-from inboxsim.search.group_scenario import run_group_scenario
+from inboxsim.search.group_scenario import run_group_scenario, scenario_text
 from inboxsim.search.groups import GroupCheck, GroupDriver
 from inboxsim.search.linearize import describe
 from inboxsim.sim.run import RunOptions, run_seed
@@ -41,21 +41,19 @@ from tests.browser import browser, console_errors
 from tests.test_group_scenario import RACE, RACING, retries
 from tests.test_protocol_group import SwappedReceipts
 
-TWO_PROMPTS = """
-name = "two-prompts"
-source = "test"
-
-[[step]]
-op = "create"
-session = "s1"
-
-[[step]]
-op = "group"
-requests = [
-  { op = "prompt", session = "s1", input = "a", text = "a" },
-  { op = "prompt", session = "s1", input = "b", text = "b" },
-]
-"""
+# Two prompts on one session, issued together (each starts the runner).
+TWO_PROMPTS = scenario_text(
+    [
+        {"op": "create", "session": "s1"},
+        {
+            "op": "group",
+            "requests": [{"op": "prompt", "session": "s1", "input": x, "text": x} for x in "ab"],
+        },
+    ],
+    "g4",
+    4,
+    name="two-prompts",
+)
 
 
 def _section(page: str, key: str) -> str:
