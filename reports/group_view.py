@@ -135,7 +135,9 @@ def check_panel(check: GroupCheck, number: int) -> GroupPanel:
 
 def kill_panel(number: int) -> GroupPanel:
     """A scenario's ``kill = true`` step: the target crashed between steps."""
-    return GroupPanel(f"group-step-{number}", f"Step {number}: kill", (), (), LEGAL)
+    return GroupPanel(
+        f"group-step-{number}", f"Step {number}: kill (the target restarted)", (), (), ""
+    )
 
 
 # --- from a recorded trace -------------------------------------------------------------

@@ -260,6 +260,25 @@ def test_run_html_takes_one_scenario(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert f"cannot write {out}" in capsys.readouterr().err
 
 
+def test_run_html_of_a_plain_scenario_and_of_a_kill_between_groups(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.toml"
+    plain.write_text(scenario_text([{"op": "create", "session": "s1"}], "g4", 4, name="plain"))
+    out = tmp_path / "plain.html"
+    assert main(["run", str(plain), "--html", str(out)]) == 0
+    page = out.read_text()
+    assert '<section class="steps">' in page and 'id="step-0"' in page  # its trace's steps
+    assert "Concurrent groups" not in page and "name = &quot;plain&quot;" in page
+    killed = TWO_PROMPTS.replace(
+        '[[step]]\nop = "group"', '[[step]]\nkill = true\n\n[[step]]\nop = "group"'
+    )
+    assert killed != TWO_PROMPTS
+    result, checks = _checks(ModelTarget, killed)
+    assert result.passed and [c is None for _, c in checks] == [False, True, False]  # type: ignore[attr-defined]
+    page = scenario_page(result, checks, killed)
+    assert "Step 2: kill (the target restarted)" in _section(page, "group-step-2")
+    assert "Concurrent groups (3)" in page and "No invariant was violated." in page
+
+
 # --- a conformance seed whose group no order explains: the report, for CI ----------------
 
 
