@@ -12,6 +12,7 @@ The page shows, in order:
   links to the steps it cites;
 - the timeline (:func:`inboxsim.reports.plots.swimlane_svg`): every mark says
   what it is on hover and links to its step;
+- the concurrent groups, when the run has any (below);
 - the steps: each one's requests and replies, the events it appended, and
   the views after it (each session's pending rows and transcript, the open
   calls), the sessions it changed first and the others folded away. A crash
