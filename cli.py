@@ -359,6 +359,16 @@ def run_scenarios(
             show_default=False,
         ),
     ] = None,
+    html: Annotated[
+        str | None,
+        typer.Option(
+            "--html",
+            help="Also write the run as a trace viewer page (one self-contained HTML file) to "
+            "this path; one scenario only. A file with group steps shows each group's requests "
+            "side by side with the order found, or why none was.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run scenario files against the model (or --adapter), checking every invariant and
@@ -380,6 +390,7 @@ def run_scenarios(
             adapter_timeout=adapter_timeout,
             db=db,
             as_json=as_json,
+            html=html,
         )
     )
 

@@ -18,6 +18,7 @@ from ..conformance.check import target_command
 from ..errors import ExitCode, HarnessError
 from ..model import Policy
 from ..procs import scratch
+from ..reports.pages import scenario_page
 from ..scenarios.load import (
     LoadedScenario,
     library_paths,
@@ -34,14 +35,15 @@ from ..scenarios.runner import (
     model_target,
     run_scenario,
 )
-from ..search.group_scenario import has_group, run_group_scenario
+from ..search.group_scenario import OnCheck, has_group, run_group_scenario
+from ..search.groups import GroupCheck
 from ..store.scenario_runs import write_scenarios
 from ..store.store import Store
 from ..targets.adapter import AdapterTarget, check_startable, split_command
 from ..targets.protocol import ProtocolError
 from ..targets.target import Target
 from ..trace.record import Trace, TraceHeader
-from .output import echo, emit_json
+from .output import echo, emit_json, write_file
 
 
 def run(
@@ -54,22 +56,36 @@ def run(
     adapter_timeout: float,
     db: str | None,
     as_json: bool,
+    html: str | None = None,
 ) -> int:
     if target is not None:  # a shipped target: its adapter command line
         adapter = shlex.join(target_command(adapter, target, None, adapter_timeout)[0])
     loaded = gather(files or [], library)
+    if html is not None and len(loaded) != 1:
+        raise HarnessError(f"--html writes one scenario's page: {len(loaded)} scenarios given")
+    if html is not None and not Path(html).parent.is_dir():  # fail before the run, not after
+        raise HarnessError(f"cannot write {html}: no such folder {str(Path(html).parent)!r}")
+    checks: list[tuple[int, GroupCheck | None]] = []  # a group scenario's steps, as judged
     # The store opens before anything runs: a bad --db fails fast, exit 2.
     with Store(db) if db is not None else contextlib.nullcontext() as store:
         with scratch.folder("run") as work:
             factory = adapter_factory(adapter, adapter_timeout, work) if adapter else None
-            results, checked = run_all(loaded, policy, target_factory=factory)
+            results, checked = run_all(
+                loaded, policy, target_factory=factory, on_check=lambda *c: checks.append(c)
+            )
         if store is not None:
             store_results(store, loaded, results, policy)
+    if html is not None:
+        origin = Path(loaded[0].origin)
+        text = origin.read_text(encoding="utf-8") if origin.is_file() else None
+        write_file(html, scenario_page(results[0], checks, text), f"cannot write {html}")
     if as_json:
         emit_json(document(results, checked, policy))
     else:
         for line in table(results, checked):
             echo(line)
+        if html is not None:
+            echo(f"wrote {html}")
     return exit_code(results)
 
 
@@ -130,6 +146,7 @@ def run_all(
     policy: str | None,
     progress: bool = True,
     target_factory: TargetFactory | None = None,
+    on_check: OnCheck | None = None,
 ) -> tuple[list[ScenarioResult], bool]:
     """Run each scenario (``policy`` overrides every file's) against the model,
     or the targets ``target_factory`` builds; returns the results and whether
@@ -150,7 +167,8 @@ def run_all(
         own = override is not None and override.name == loaded.scenario.policy
         chosen = None if own else override
         if has_group(loaded.scenario):  # judged by the linearizability search
-            results.append(_run_on_adapter(loaded, chosen, None, target_factory or model_target))
+            factory = target_factory or model_target
+            results.append(_run_on_adapter(loaded, chosen, None, factory, on_check))
         elif target_factory is None:
             results.append(run_scenario(loaded, chosen, monitor=monitor))
         else:
@@ -163,11 +181,12 @@ def _run_on_adapter(
     policy: Policy | None,
     monitor: MonitorFactory | None,
     factory: TargetFactory,
+    on_check: OnCheck | None = None,
 ) -> ScenarioResult:
 
     try:
         if has_group(loaded.scenario):
-            return run_group_scenario(loaded, policy, target_factory=factory)
+            return run_group_scenario(loaded, policy, target_factory=factory, on_check=on_check)
         return run_scenario(loaded, policy, target_factory=factory, monitor=monitor)
     except ProtocolError as error:
         chosen = policy or resolve_policy(loaded.scenario.policy, loaded.origin)

@@ -9,7 +9,8 @@ Failing scenarios and seeds are grouped into problems by their failure key
 (``diverged:prompt:pending``), the invariant violated, or a protocol error.
 Each problem shows its minimal repro side by side (:func:`sides`): at the
 first differing step, what the model answered and what the target answered,
-and the views of both after it.
+and the views of both after it; a concurrent group no order explains shows
+its requests side by side and the search's explanation (:func:`group_panel`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from ..sim.show import call_text, message_text, pending_text
 from ..trace.decode import observed_from_wire
+from .group_view import ILLEGAL, GroupPanel, Lane, group_html
 from .problems import group
 
 Row = tuple[Any, ...]
@@ -219,7 +221,9 @@ def _problem_markdown(problems: list[dict[str, Any]]) -> list[str]:
             out.append(
                 f"- minimal repro: `{r['path']}` ({r['steps']} steps, from {r['original_steps']})"
             )
-        if p["divergence"]:
+        if p["divergence"] and p["divergence"].get("explanation"):
+            out += ["", "```", *p["divergence"]["explanation"].splitlines(), "```"]
+        elif p["divergence"]:
             out += ["", "```"]
             for what, model, target in sides(p["divergence"]):
                 mark = "!" if model != target else " "
@@ -281,7 +285,10 @@ def _problem_html(n: int, p: dict[str, Any], target: str) -> list[str]:
             f"<pre>{escape(r['text'])}</pre></details>"
         )
     div = p["divergence"]
-    if div:
+    panel = group_panel(div) if div else None
+    if panel is not None:  # a concurrent group: its requests side by side, the explanation
+        out.append(group_html(panel))
+    elif div:
         which = "the minimal repro's" if r and r.get("path") else "the first member's"
         out.append(
             f'<table class="sides"><caption>{escape(which)} first differing step</caption>'
@@ -295,12 +302,12 @@ def _problem_html(n: int, p: dict[str, Any], target: str) -> list[str]:
                 f"<td><pre>{escape(target)}</pre></td></tr>"
             )
         out.append("</table>")
-        if div.get("history"):
-            out.append(
-                "<details><summary>the steps that led there</summary><pre>"
-                + escape("\n".join(div["history"]))
-                + "</pre></details>"
-            )
+    if div and div.get("history"):
+        out.append(
+            "<details><summary>the steps that led there</summary><pre>"
+            + escape("\n".join(div["history"]))
+            + "</pre></details>"
+        )
     out.append("</section>")
     return out
 
@@ -335,18 +342,38 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
+def request_line(wire: dict[str, Any] | None) -> str:
+    """A request's wire form in one line (``kill`` for none)."""
+    request = dict(wire or {})
+    op = request.pop("op", None)
+    if op is None:
+        return "kill"
+    return " ".join([str(op)] + [f"{k}={_json(v)}" for k, v in request.items()])
+
+
+def group_panel(div: dict[str, Any]) -> GroupPanel | None:
+    """A concurrent group no order explains (a divergence with the search's
+    ``explanation``): its requests side by side, the explanation (which
+    holds their times and replies); None for any other divergence."""
+    if not div.get("explanation"):
+        return None
+    requests = (div.get("request") or {}).get("requests") or []
+    return GroupPanel(
+        f"conformance-group-{div.get('step')}",
+        f"Step {div.get('step')}: a group of {len(requests)} requests issued together",
+        tuple(Lane(f"r{i}", request_line(r), "") for i, r in enumerate(requests)),
+        (),
+        ILLEGAL,
+        str(div["explanation"]),
+    )
+
+
 def sides(div: dict[str, Any]) -> list[tuple[str, str, str]]:
     """A divergence side by side: (what, the model's, the target's) rows at
     the first differing step: the request (the same on both), the compared
     part as normalized, each side's reply, and each side's views after it
     (when the divergence recorded them)."""
-    request = dict(div.get("request") or {})
-    op = request.pop("op", None)
-    line = (
-        "kill"
-        if op is None
-        else " ".join([str(op)] + [f"{k}={_json(v)}" for k, v in request.items()])
-    )
+    line = request_line(div.get("request"))
     rows = [
         (f"request (step {div.get('step')})", line, line),
         (

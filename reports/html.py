@@ -9,6 +9,7 @@ from html import escape
 from typing import Any
 
 from .conformance_view import html_parts
+from .group_view import STYLE as GROUP_STYLE
 from .problems import size_words
 from .summary import headline, repeats_note
 from .viewer import STYLE as VIEWER_STYLE
@@ -179,7 +180,7 @@ def html_page(
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>inboxsim report</title>',
-        f"<style>{_STYLE}{VIEWER_STYLE}</style></head><body>",
+        f"<style>{_STYLE}{VIEWER_STYLE}{GROUP_STYLE}</style></head><body>",
         "<h1>inboxsim report</h1>",
         f'<p class="verdict {"bad" if bad else "good"}">' + escape(headline(doc)) + "</p>",
         f"<p>{doc['runs']} runs{escape(repeats_note(doc))} "

@@ -1,8 +1,9 @@
 """Viewer pages for the runs people ask about: a replayed seed
 (``inboxsim replay SEED --html FILE``), a stored run, a shrunk
-counterexample. Each gathers what :func:`.viewer.page_html` shows (the
-invariants' statements, the timeline drawn by :mod:`.plots`) and returns the
-page's text; none reads the store or writes a file.
+counterexample, a scenario run (``inboxsim run FILE --html PAGE``). Each
+gathers what :func:`.viewer.page_html` shows (the invariants' statements, the
+timeline drawn by :mod:`.plots`, the concurrent groups of :mod:`.group_view`)
+and returns the page's text; none reads the store or writes a file.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from ..invariants import REGISTRY
 from ..trace.record import Step
 from .counterexamples import example_steps
+from .group_view import Served, check_panel, kill_panel, trace_panels
 from .plots import run_detail, swimlane_svg
 from .problems import size_words
 from .summary import replay_command
@@ -59,20 +61,26 @@ def run_page(
     links: Sequence[tuple[str, str]] = (),
     intro: str = "",
     svg: str | None = None,
+    served: Sequence[Served] = (),
 ) -> str:
     """The viewer page of one run's steps, with its timeline (``svg``: drawn
-    already by :func:`timeline`)."""
+    already by :func:`timeline`) and its concurrent groups (``served``: as
+    the model served them, when the run was watched by a
+    :class:`~.group_view.GroupRecorder`)."""
     svg = timeline(steps, violations, policy, seed) if svg is None else svg
+    found = findings(violations)
+    groups = trace_panels(steps, [(f.invariant, f.at, f.message) for f in found], served)
     return page_html(
         Page(
             title,
             tuple(steps),
-            findings(violations),
+            found,
             tuple(facts),
             svg,
             scenario,
             tuple(links),
             intro,
+            groups,
         )
     )
 
@@ -81,8 +89,9 @@ def verdict_words(violations: Sequence[Violation]) -> str:
     return ("violated " + ", ".join(sorted({v[0] for v in violations}))) if violations else "held"
 
 
-def result_page(result: Any, replay: str = "") -> str:
-    """The page of a :class:`~inboxsim.sim.run.RunResult` (a replayed seed)."""
+def result_page(result: Any, replay: str = "", served: Sequence[Served] = ()) -> str:
+    """The page of a :class:`~inboxsim.sim.run.RunResult` (a replayed seed;
+    ``served``: its groups, see :func:`run_page`)."""
     header = result.trace.header
     violations = [(v.invariant, v.steps, v.message) for v in result.violations]
     facts = [
@@ -103,6 +112,7 @@ def result_page(result: Any, replay: str = "") -> str:
         result.policy,
         result.seed,
         facts=facts,
+        served=served,
     )
 
 
@@ -246,4 +256,33 @@ def _intro(problem: dict[str, Any], example: dict[str, Any]) -> str:
         f"The smallest run found that violates {problem['invariant']}: seed "
         f"{example['seed']} shrunk{how}. {problem['runs']} runs of the store show this "
         f"problem.{cut}"
+    )
+
+
+def scenario_page(result: Any, checks: Sequence[tuple[int, Any]], text: str | None) -> str:
+    """The page of one scenario run (``inboxsim run FILE --html``): a file
+    with ``group`` steps shows each step as the group driver judged it
+    (``checks``: step number and :class:`~inboxsim.search.groups.GroupCheck`,
+    None for a kill), its members side by side and the order found or the
+    search's explanation; any other file, its trace's steps."""
+    header = result.trace.header
+    facts = [
+        ("scenario", f"{result.name} ({result.origin})"),
+        ("policy", result.policy),
+        ("target", header.target),
+        ("inboxsim", header.version),
+        ("verdict", result.verdict),
+        *((f"failure at step {f.step}", f.message.splitlines()[0]) for f in result.failures),
+    ]
+    title = f"scenario {result.name} ({result.policy}) on {header.target}: {result.verdict}"
+    if checks:
+        panels = tuple(
+            kill_panel(number) if check is None else check_panel(check, number)
+            for number, check in checks
+        )
+        page = Page(title, (), (), tuple(facts), "", text, (), "", panels)
+        return page_html(page)
+    violations = [(v.invariant, v.steps, v.message) for v in result.violations]
+    return run_page(
+        title, result.trace.steps, violations, result.policy, facts=facts, scenario=text
     )

@@ -12,6 +12,7 @@ The page shows, in order:
   links to the steps it cites;
 - the timeline (:func:`inboxsim.reports.plots.swimlane_svg`): every mark says
   what it is on hover and links to its step;
+- the concurrent groups, when the run has any (below);
 - the steps: each one's requests and replies, the events it appended, and
   the views after it (each session's pending rows and transcript, the open
   calls), the sessions it changed first and the others folded away. A crash
@@ -21,9 +22,12 @@ The page shows, in order:
   marked too;
 - the scenario file, when the run is one (a shrunk counterexample).
 
-A step holds a tuple of requests (:class:`Request`), one today: the
-concurrent mode of issue 19 will put several requests in one step, and they
-render side by side.
+A concurrent group (``--concurrency N``, or a scenario's ``group`` step)
+gets a panel of its own (:mod:`.group_view`): its members side by side, one
+lane each with its invoke and complete times where known, the order the group
+took effect, and for a group no order explains, the search's explanation.
+Each member's step links to its group's panel. A page without groups is
+exactly what it was before groups existed.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ from ..model import Crashed
 from ..sim.show import call_text, event_text, message_text, pending_text, reply_text, request_text
 from ..trace.record import Step
 from ..trace.view import View
+from .group_view import STYLE as GROUP_STYLE
+from .group_view import GroupPanel, groups_html, step_groups
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +72,7 @@ class Page:
     scenario: str | None = None  # the scenario file the steps came from
     links: tuple[tuple[str, str], ...] = ()  # (label, href)
     intro: str = ""
+    groups: tuple[GroupPanel, ...] = ()  # the run's concurrent groups (.group_view)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +265,9 @@ def _marks(
     return at, cited
 
 
-def _step(v: StepView, at: list[Finding], cited: list[Finding]) -> str:
+def _step(
+    v: StepView, at: list[Finding], cited: list[Finding], group: GroupPanel | None = None
+) -> str:
     classes = ["step", v.state] + (["violating"] if at else []) + (["cited"] if cited else [])
     notes = []
     for f in at:
@@ -272,6 +281,12 @@ def _step(v: StepView, at: list[Finding], cited: list[Finding]) -> str:
             f'(revealed at <a href="#step-{f.at}">step {f.at}</a>)</div>'
         )
     state = {"crash": " · crash", "restart": " · restart"}.get(v.state, "")
+    member = (
+        f'<span class="sub"><a class="group-link" href="#{escape(group.key)}">in a group: '
+        f"side by side</a></span>"
+        if group is not None
+        else ""
+    )
     events = (
         '<ul class="events mono">' + "".join(f"<li>{escape(e)}</li>" for e in v.events) + "</ul>"
         if v.events
@@ -281,13 +296,21 @@ def _step(v: StepView, at: list[Finding], cited: list[Finding]) -> str:
         f'<article class="{" ".join(c for c in classes if c)}" id="step-{v.index}">'
         f'<div class="idx"><a href="#step-{v.index}">#{v.index}</a>'
         f'<span class="sub">{escape(v.phase)}{state}</span>'
-        f'<span class="sub">{escape(v.decision)}</span></div>'
+        f'<span class="sub">{escape(v.decision)}</span>{member}</div>'
         f'{_requests(v)}<div>{events}</div><div class="views">{_views(v, bool(at or cited))}</div>'
         f"{''.join(notes)}</article>"
     )
 
 
-def _findings(findings: Sequence[Finding]) -> str:
+def _findings(findings: Sequence[Finding], groups: Sequence[GroupPanel] = ()) -> str:
+    failed = [g for g in groups if g.verdict and g.failed]  # judged by the search, and failed
+    if failed:
+        links = ", ".join(f'<a href="#{escape(g.key)}">{escape(g.title)}</a>' for g in failed)
+        return (
+            f'<div class="finding"><h2>{len(failed)} group{"s" if len(failed) > 1 else ""} '
+            f"{escape(failed[0].verdict)}</h2><p>No order of the model gives the target's "
+            f"replies and state: {links}.</p></div>" + (_findings(findings) if findings else "")
+        )
     if not findings:
         return '<p class="held">No invariant was violated.</p>'
     out = []
@@ -307,6 +330,26 @@ def _findings(findings: Sequence[Finding]) -> str:
     return "".join(out)
 
 
+def _steps(
+    views: Sequence[StepView],
+    at: dict[int, list[Finding]],
+    cited: dict[int, list[Finding]],
+    grouped: dict[int, GroupPanel],
+) -> list[str]:
+    return [
+        f'<section class="steps"><h2>Steps ({len(views)})</h2>'
+        '<p class="key">Key: <span class="crash">crash</span><span class="restart">restart'
+        '</span><span class="violating">violating step</span><span class="cited">cited by a '
+        "violation</span> Views are those after the step: the sessions it changed first, in blue."
+        "</p>",
+        *(
+            _step(v, at.get(v.index, []), cited.get(v.index, []), grouped.get(v.index))
+            for v in views
+        ),
+        "</section>",
+    ]
+
+
 def page_html(page: Page) -> str:
     """The viewer page: one self-contained HTML document."""
     views = step_views(page.steps)
@@ -317,13 +360,14 @@ def page_html(page: Page) -> str:
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{escape(page.title)}</title><style>{STYLE}</style></head><body>",
+        f"<title>{escape(page.title)}</title>"
+        f"<style>{STYLE}{GROUP_STYLE if page.groups else ''}</style></head><body>",
         f"<header><h1>{escape(page.title)}</h1>",
         f'<p class="intro">{escape(page.intro)}</p>' if page.intro else "",
         f'<dl class="facts">{facts}</dl>' if facts else "",
         f'<nav class="links">{links}</nav>' if links else "",
         "</header>",
-        f'<section class="findings">{_findings(page.findings)}</section>',
+        f'<section class="findings">{_findings(page.findings, page.groups)}</section>',
     ]
     if page.timeline_svg:
         parts.append(
@@ -332,15 +376,11 @@ def page_html(page: Page) -> str:
             "restart; dashed red lines are the steps a violation cites.</p>"
             f"{page.timeline_svg}</section>"
         )
-    parts.append(
-        f'<section class="steps"><h2>Steps ({len(views)})</h2>'
-        '<p class="key">Key: <span class="crash">crash</span><span class="restart">restart'
-        '</span><span class="violating">violating step</span><span class="cited">cited by a '
-        "violation</span> Views are those after the step: the sessions it changed first, in blue."
-        "</p>"
-    )
-    parts += [_step(v, at.get(v.index, []), cited.get(v.index, [])) for v in views]
-    parts.append("</section>")
+    if page.groups:
+        parts.append(groups_html(page.groups))
+    grouped = step_groups(page.groups)
+    if views or not page.groups:  # a scenario of groups alone has its panels, no trace steps
+        parts += _steps(views, at, cited, grouped)
     if page.scenario is not None:
         parts.append(
             '<section class="scenario"><h2>Scenario file</h2>'

@@ -24,7 +24,7 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .. import __version__
@@ -49,21 +49,33 @@ def run_group_scenario(
     loaded: LoadedScenario,
     policy: Policy | None = None,
     target_factory: TargetFactory = model_target,
+    on_check: OnCheck | None = None,
 ) -> ScenarioResult:
     """Run a scenario with group steps against a fresh target (see the
-    module docstring); ``policy`` overrides the file's."""
+    module docstring); ``policy`` overrides the file's; ``on_check`` sees
+    each step judged (the viewer page of ``run FILE --html``)."""
     scenario = loaded.scenario
     chosen = policy if policy is not None else resolve_policy(scenario.policy, loaded.origin)
     started = time.perf_counter()
     target = target_factory(chosen, scenario.step_limit)
     try:
-        result = replay(scenario, loaded.origin, chosen, target)  # type: ignore[arg-type]
+        result = replay(scenario, loaded.origin, chosen, target, on_check)  # type: ignore[arg-type]
     finally:
         target.close()
     return dataclasses.replace(result, seconds=time.perf_counter() - started)
 
 
-def replay(scenario: Scenario, origin: str, policy: Policy, target: GroupTarget) -> ScenarioResult:
+# Each step as judged: its number and its check (None: a kill).
+OnCheck = Callable[[int, GroupCheck | None], None]
+
+
+def replay(
+    scenario: Scenario,
+    origin: str,
+    policy: Policy,
+    target: GroupTarget,
+    on_check: OnCheck | None = None,
+) -> ScenarioResult:
     """Drive ``target`` through the file's steps, judging each (module docstring)."""
     driver = GroupDriver(target, policy, scenario.step_limit)
     digest = hashlib.sha256()
@@ -76,6 +88,8 @@ def replay(scenario: Scenario, origin: str, policy: Policy, target: GroupTarget)
         if spec.kill:
             driver.kill()
             digest.update(b"kill\n")
+            if on_check is not None:
+                on_check(number, None)
             continue
         members = spec.requests if spec.op == "group" and spec.requests else [spec]
         ops: list[Op] = []
@@ -92,6 +106,8 @@ def replay(scenario: Scenario, origin: str, policy: Policy, target: GroupTarget)
         except ValueError as exc:  # the target lacks a feature the step needs
             raise HarnessError(f"{origin}: step {number}: {exc}") from None
         digest.update(_fingerprint(check).encode() + b"\n")
+        if on_check is not None:
+            on_check(number, check)
         if not check.legal:
             failures.append(Failure(number, check.explain()))
             break

@@ -6,8 +6,6 @@ real browser (headless Chromium)."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import xml.etree.ElementTree as ET
 from html import escape
 from pathlib import Path
@@ -27,6 +25,7 @@ from inboxsim.sim.run import RunOptions, run_seed
 from inboxsim.store.schema import SCHEMA_VERSION
 from inboxsim.store.shrink_cache import ShrinkKey, load_shrunk, write_shrunk
 from inboxsim.store.store import Store, open_store, write_results
+from tests.browser import browser, console_errors
 from tests.store_versions import v4_copy
 
 OPTIONS = RunOptions(ops=100)  # a sweep's default
@@ -309,55 +308,16 @@ def test_a_divergence_side_by_side() -> None:
 
 # --- in a real browser -----------------------------------------------------------------
 
-BROWSER_FLAGS = (
-    "--headless",
-    "--no-sandbox",  # CI runs as root
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-dev-shm-usage",
-)
-
-
-def _browser(tmp_path: Path) -> Any:
-    """Headless Chromium driven by selenium and Debian's chromedriver, or a
-    skip saying what is missing (a failure under CI=true: CI installs them)."""
-    missing = [name for name in ("chromium", "chromedriver") if shutil.which(name) is None]
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        missing.append("the selenium package (pip install '.[test]')")
-    if missing:
-        why = f"no browser to test in: {', '.join(missing)} missing (.ci/run installs them)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(why)
-        pytest.skip(why)
-    os.environ.setdefault("SE_OFFLINE", "true")  # never let selenium fetch a driver
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium")  # type: ignore[assignment]
-    for flag in (*BROWSER_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = Service(shutil.which("chromedriver"))
-    return webdriver.Chrome(options=options, service=service)
-
-
-def _errors(driver: Any) -> list[Any]:
-    return [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
-
 
 def test_the_report_and_a_viewer_page_in_headless_chromium(
     report: tuple[dict[str, Any], Path], tmp_path: Path
 ) -> None:
     doc, out = report
-    driver = _browser(tmp_path)
+    driver = browser(tmp_path)
     try:
         driver.set_window_size(1300, 1600)
         driver.get((out / "report.html").as_uri())
-        assert _errors(driver) == []
+        assert console_errors(driver) == []
         sections = driver.find_elements("css selector", "section.problem")
         assert len(sections) == 3
         for section, p in zip(sections, doc["problems"], strict=True):
@@ -371,7 +331,7 @@ def test_the_report_and_a_viewer_page_in_headless_chromium(
         viewer = sections[0].find_element("css selector", "a.viewer")
         viewer.click()  # the link from the report to the counterexample's page
         assert driver.current_url == (out / problem["example"]["page"]).as_uri()
-        assert _errors(driver) == []
+        assert console_errors(driver) == []
         violating = driver.find_elements("css selector", "article.step.violating")
         assert len(violating) == 1
         assert REGISTRY[problem["invariant"]].statement in violating[0].text
