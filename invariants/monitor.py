@@ -30,7 +30,7 @@ from .admission import (
 )
 from .barrier import BarrierEventChecker, CoalesceChecker
 from .base import Checker, Env, Violation
-from .delivery import AllowanceChecker, BoundaryContentChecker
+from .delivery import AdmissionOrderChecker, AllowanceChecker, BoundaryContentChecker
 from .durability import DurabilityChecker, ReplayChecker, RestartChecker
 from .execution import (
     CompactionErrorChecker,
@@ -64,6 +64,7 @@ CHECKERS: tuple[type[Checker], ...] = (
     AtomicChecker,
     BoundaryChecker,
     BoundaryContentChecker,
+    AdmissionOrderChecker,
     AllowanceChecker,
     BarrierEventChecker,
     CoalesceChecker,
