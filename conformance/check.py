@@ -64,6 +64,7 @@ from ..targets.adapter import (
 )
 from ..targets.protocol import ProtocolError
 from ..targets.target import ModelTarget
+from .group_repro import shrink_concurrent_seed
 from .mutants import MUTANTS, check_mutant
 
 VERDICTS = (
@@ -830,11 +831,6 @@ def conformance(
         for feature, why in sorted(not_testable.items()):
             report.items.append(Item("feature", feature, "not testable", why))
         out = Path(repro_dir) if repro_dir is not None else Path("inboxsim-repros")
-        if concurrency > 1:  # a concurrent seed replays only where scenarios have groups
-            for item, _ in failing:
-                if item.kind == "seed":
-                    item.detail += "\n(not shrunk: concurrent seeds are not shrunk yet)"
-            failing = [(i, w) for i, w in failing if i.kind != "seed"]
         for item, what in failing[: max(0, shrink)]:
             say(f"conformance: shrinking {item.kind} {item.item} through the adapter")
             attach_repro(
@@ -849,6 +845,7 @@ def conformance(
                 out,
                 shrink_seconds,
                 shrink_runs,
+                concurrency,
             )
     report.seconds = time.perf_counter() - started
     return report
@@ -866,11 +863,30 @@ def attach_repro(
     out: Path,
     seconds: float,
     runs: int,
+    concurrency: int = 1,
 ) -> None:
     """Shrink one failure through the adapter; the file's path and how it was
-    checked go into the item (a shrink that fails is said, never raised)."""
+    checked go into the item (a shrink that fails is said, never raised). A
+    concurrent seed becomes a group scenario file (``group_repro.py``)."""
     try:
-        if isinstance(what, int):
+        if isinstance(what, int) and concurrency > 1:
+            repro = shrink_concurrent_seed(
+                what,
+                argv,
+                policy,
+                ops=ops,
+                concurrency=concurrency,
+                workdir=base / f"group-repro-{what}",
+                out=out,
+                timeout=timeout,
+                name=name,
+                seconds=seconds,
+                runs=runs,
+            )
+            if repro is None:
+                item.detail += "\n(no minimal repro: the failure did not recur as a group file)"
+                return
+        elif isinstance(what, int):
             repro = shrink_conformance(
                 what,
                 argv,

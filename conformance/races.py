@@ -53,6 +53,7 @@ from ..search.groups import GroupDriver
 from ..targets.adapter import AdapterTarget
 from ..targets.group import GroupReply
 from ..trace.record import Observed
+from .group_repro import fresh_adapters
 from .mutants import RACES, mutant_command
 
 Mode = Literal["paused", "free", "sequential"]
@@ -316,15 +317,7 @@ class Repro:
 def adapter_factory(mutant: str | None, folder: Path) -> Callable[[Policy, int], AdapterTarget]:
     """Fresh SQLite inboxes (``mutant`` switched on), each in a folder of its
     own under ``folder``: the shrinker's targets."""
-    argv = mutant_command(mutant)[0]
-    count = iter(range(1_000_000))
-
-    def build(policy: Policy, step_limit: int) -> AdapterTarget:
-        data = folder / f"replay-{next(count)}"
-        data.mkdir(parents=True)
-        return AdapterTarget(argv, data, step_limit)
-
-    return build
+    return fresh_adapters(mutant_command(mutant)[0], folder)
 
 
 def write_repro(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..model.values import Call
 from . import words
 from .base import Checker
-from .tracker import Row, StepCtx
+from .tracker import Row, StepCtx, Tracker
 
 STEER_BATCH = "steer-batch"
 IDLE = "idle-boundary"
@@ -25,33 +25,50 @@ BACKGROUND = "background-completion"
 ALLOWANCE = "step-allowance"
 
 
+def boundaries(ctx: StepCtx) -> list[tuple[str, bool]]:
+    """The sessions whose boundary a step shows (promotions, a step call
+    opened, or a kill after promotion), each with whether it is complete
+    (its call opened, or the kill came after the promotions)."""
+    sessions = set(ctx.promoted)
+    for c in ctx.new_calls:
+        if c.kind == "step":
+            sessions.add(c.session)
+    after_promotion = ctx.crash_point == "after_promotion"
+    if after_promotion:
+        owner = ctx.answered.session if ctx.answered else ctx.session
+        if owner is not None:
+            sessions.add(owner)
+    return [(sid, ctx.new_step_call(sid) is not None or after_promotion) for sid in sessions]
+
+
+def read_and_batch(t: Tracker, ctx: StepCtx, sid: str) -> tuple[list[Row], list[Row]]:
+    """What the boundary of ``sid`` read (P0) and the rows it promoted."""
+    p0 = ctx.p0.get(sid)
+    if p0 is None:
+        sh = t.sessions.get(sid)
+        p0 = list(sh.pending.values()) if sh else []
+    return p0, [row for _, row in ctx.promoted.get(sid, ()) if row is not None]
+
+
 class BoundaryContentChecker(Checker):
-    ids = (STEER_BATCH, IDLE, FIFO, WAITS, ORDER, BACKGROUND)
+    """What a boundary promotes given what else was waiting: every steer
+    together, one queued input at an idle boundary, queued input never at a
+    continuation, background completions at the drain's next boundary. It
+    needs the whole boundary and the runner quiescent after it, so a busy
+    group member is not judged by it (:class:`AdmissionOrderChecker` is)."""
+
+    ids = (STEER_BATCH, IDLE, WAITS, BACKGROUND)
     quiescent = True
     ops = None
 
     def end(self, ctx: StepCtx) -> None:
-        sessions = set(ctx.promoted)
-        for c in ctx.new_calls:
-            if c.kind == "step":
-                sessions.add(c.session)
-        after_promotion = ctx.crash_point == "after_promotion"
-        if after_promotion:
-            owner = ctx.answered.session if ctx.answered else ctx.session
-            if owner is not None:
-                sessions.add(owner)
-        for sid in sessions:
-            complete = ctx.new_step_call(sid) is not None or after_promotion
+        for sid, complete in boundaries(ctx):
             self._boundary(ctx, sid, complete)
 
     def _boundary(self, ctx: StepCtx, sid: str, complete: bool) -> None:
         env = self.env
         t = self.t
-        p0 = ctx.p0.get(sid)
-        if p0 is None:
-            sh = t.sessions.get(sid)
-            p0 = list(sh.pending.values()) if sh else []
-        batch = [row for _, row in ctx.promoted.get(sid, ()) if row is not None]
+        p0, batch = read_and_batch(t, ctx, sid)
         ids = [r.input for r in batch]
         promotable = t.promotable(p0)
         steers = [r for r in promotable if r.delivery == "steer"]
@@ -122,39 +139,6 @@ class BoundaryContentChecker(Checker):
                     f"{words.row(q)} was promoted at step {ctx.index} while steer "
                     f"{words.row(steers[0])} was pending: queued input waits for an idle boundary",
                 )
-            # queue-fifo: the oldest promotable queued input goes first.
-            if len(queued) > 1:
-                env.hit(FIFO)
-            oldest = queued[0] if queued else None
-            if oldest is not None and oldest.input != q.input:
-                env.fail(
-                    FIFO,
-                    (oldest.step, q.step, ctx.index),
-                    f"{words.row(q)} was promoted at step {ctx.index} while the older queued "
-                    f"{words.row(oldest)} stayed pending: queued input promotes in admission order",
-                )
-
-        # shared-admission-order: prompts and synthetics share one order.
-        kinds = {r.type for r in promotable}
-        if len(kinds) > 1 or len(batch) > 1:
-            env.hit(ORDER)
-        for a, b in zip(batch, batch[1:], strict=False):
-            if b.seq < a.seq:
-                env.fail(
-                    ORDER,
-                    (a.step, b.step, ctx.index),
-                    f"{at} promoted {words.row(a)} before {words.row(b)}: prompt and synthetic "
-                    "input share one admission order",
-                )
-        for q in queue_promoted:
-            older = [r for r in queued if r.seq < q.seq and r.type != q.type and r.input not in ids]
-            if older:
-                env.fail(
-                    ORDER,
-                    (older[0].step, q.step, ctx.index),
-                    f"{words.row(q)} was promoted at step {ctx.index} ahead of the older "
-                    f"{words.row(older[0])}: prompt and synthetic input share one admission order",
-                )
 
         # background-completion: a synthetic steer admitted during an open
         # step reaches the transcript at the drain's next boundary.
@@ -178,6 +162,66 @@ class BoundaryContentChecker(Checker):
             # Seed candidate C's first draft: prompts before synthetics.
             return sorted(rows, key=lambda r: r.type != "user")
         return rows
+
+
+class AdmissionOrderChecker(Checker):
+    """One admission order at a boundary: its batch promoted in seq order,
+    the oldest promotable queued input first, no queued input ahead of an
+    older one of the other kind. Each is a fact of the batch and of what the
+    boundary read (P0) alone, whatever else ran beside it, so it judges a
+    busy group member too (not ``quiescent``)."""
+
+    ids = (FIFO, ORDER)
+    ops = None
+
+    def end(self, ctx: StepCtx) -> None:
+        for sid, _ in boundaries(ctx):
+            self._order(ctx, sid)
+
+    def _order(self, ctx: StepCtx, sid: str) -> None:
+        env = self.env
+        p0, batch = read_and_batch(self.t, ctx, sid)
+        ids = [r.input for r in batch]
+        promotable = self.t.promotable(p0)
+        queued = [r for r in promotable if r.delivery == "queue"]
+        queue_promoted = [r for r in batch if r.delivery == "queue"]
+        # queue-fifo: the oldest promotable queued input goes first.
+        for q in queue_promoted:
+            if len(queued) > 1:
+                env.hit(FIFO)
+            oldest = queued[0] if queued else None
+            if oldest is not None and oldest.input != q.input:
+                env.fail(
+                    FIFO,
+                    (oldest.step, q.step, ctx.index),
+                    f"{words.row(q)} was promoted at step {ctx.index} while the older queued "
+                    f"{words.row(oldest)} stayed pending: queued input promotes in admission order",
+                )
+        # shared-admission-order: prompts and synthetics share one order.
+        kinds = {r.type for r in promotable}
+        if len(kinds) > 1 or len(batch) > 1:
+            env.hit(ORDER)
+        for a, b in zip(batch, batch[1:], strict=False):
+            if b.seq < a.seq:
+                call = ctx.new_step_call(sid)
+                at = f"the boundary of session {sid} at step {ctx.index}" + (
+                    f" ({words.call(call)})" if call else ""
+                )
+                env.fail(
+                    ORDER,
+                    (a.step, b.step, ctx.index),
+                    f"{at} promoted {words.row(a)} before {words.row(b)}: prompt and synthetic "
+                    "input share one admission order",
+                )
+        for q in queue_promoted:
+            older = [r for r in queued if r.seq < q.seq and r.type != q.type and r.input not in ids]
+            if older:
+                env.fail(
+                    ORDER,
+                    (older[0].step, q.step, ctx.index),
+                    f"{words.row(q)} was promoted at step {ctx.index} ahead of the older "
+                    f"{words.row(older[0])}: prompt and synthetic input share one admission order",
+                )
 
 
 class AllowanceChecker(Checker):

@@ -30,7 +30,7 @@ from .admission import (
 )
 from .barrier import BarrierEventChecker, CoalesceChecker
 from .base import Checker, Env, Violation
-from .delivery import AllowanceChecker, BoundaryContentChecker
+from .delivery import AdmissionOrderChecker, AllowanceChecker, BoundaryContentChecker
 from .durability import DurabilityChecker, ReplayChecker, RestartChecker
 from .execution import (
     CompactionErrorChecker,
@@ -64,6 +64,7 @@ CHECKERS: tuple[type[Checker], ...] = (
     AtomicChecker,
     BoundaryChecker,
     BoundaryContentChecker,
+    AdmissionOrderChecker,
     AllowanceChecker,
     BarrierEventChecker,
     CoalesceChecker,
@@ -229,7 +230,8 @@ class Monitor:
                     event_hook(ctx, ev, sh)
                 tracker.apply(ctx, ev)
         tracker.observe(ctx)
-        if ctx.runner_busy or ctx.busy_before:  # a group member while the runner worked
+        # a group member while the runner worked (a crash ends that work)
+        if (ctx.runner_busy or ctx.busy_before) and not ctx.crashed:
             end = self._end_async.get(op_type)
             if end is None:
                 end = self._hooks(self._end_async, "end_async", op_type)

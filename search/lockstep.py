@@ -735,6 +735,10 @@ class LockstepTarget:
                 changes[attr] = raw
         return replace(op, **changes) if changes else op  # type: ignore[arg-type]
 
+    def model_op(self, op: Op) -> Op:
+        """``op`` as the model names it: what a scenario file of the run says."""
+        return self._translate(op)
+
     def _hello(self, op: Hello, m_reply: Reply, t_reply: Reply) -> Reply:
         self._hello_seen = True
         if isinstance(m_reply, Ok):

@@ -193,7 +193,13 @@ def run(
         stopped, now = _safety(
             rec,
             driven,
-            Workload(swarm, ch, hello_result.get("features", ()), races),
+            Workload(
+                swarm,
+                ch,
+                hello_result.get("features", ()),
+                races,
+                bool(getattr(driven, "group_kills", False)),
+            ),
             ch,
             swarm,
             options.ops,
@@ -247,6 +253,9 @@ def _safety(
         if raced is not None:
             if _group(rec, target, workload, ch, *raced):
                 return True, now
+            if isinstance(rec.steps[-1].reply, Crashed):  # killed mid-group
+                if _restart(rec, target, swarm, now, "safety"):
+                    return True, now
             continue
         action, client = workload.next(rec.view, now)
         if action.op is None:
@@ -279,8 +288,11 @@ def _group(
     (``group_steps``); True when the checkers found a violation (stop)."""
     ops = [a.op for a in actions if a.op is not None]
     schedule = [ch.below(SCHEDULE_SPAN) for _ in range(SCHEDULE_DRAWS * len(ops))]
-    members, _, failure = target.group_steps(ops, schedule)
+    crash_at = [a.crash_at for a in actions if a.op is not None]
+    more = (crash_at,) if any(crash_at) else ()  # a target without kills need not take them
+    members, _, failure, crash = target.group_steps(ops, schedule, *more)
     first = len(rec.steps)
+    learnt = set()
     for m in members:
         action = actions[m.position]
         label = group_label(first, race, m.busy)
@@ -288,6 +300,15 @@ def _group(
             return True
         outcome = "ok" if isinstance(m.reply, Ok) else "err"
         workload.learn(m.position % workload.swarm.clients, action, outcome)
+        learnt.add(m.position)
+    if crash is not None:  # killed mid-group: the member that died in its admission
+        action = actions[crash.position]
+        label = group_label(first, race)  # its Crashed reply says it died
+        if rec.add("safety", label, action.op, action.crash_at, crash.reply, crash.observed):
+            return True
+        for k, sent in enumerate(actions):
+            if k not in learnt:
+                workload.learn(k % workload.swarm.clients, sent, "unknown")
     if failure is not None:
         raise failure  # no legal order, and no checker named what broke
     return False

@@ -20,7 +20,7 @@ on purpose.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..model import (
     Answer,
@@ -55,6 +55,7 @@ CHILDREN = ("f1", "f2", "f3")
 # Requests whose handling can reach a failpoint, and the failpoints each can
 # reach: only these carry crash_at (a crash_at a request cannot reach would be
 # a wasted fault).
+ADMIT = "after_admit"  # the failpoint a group member may carry (Workload.race)
 REACHABLE = {
     Prompt: ("after_admit", "mid_promotion", "after_promotion"),
     Synthetic: ("after_admit", "mid_promotion", "after_promotion"),
@@ -121,6 +122,7 @@ class Workload:
         "_conflicts",
         "races",
         "_races",
+        "group_kills",
     )
 
     def __init__(
@@ -129,9 +131,13 @@ class Workload:
         ch: Chooser,
         features: Collection[str],
         races: Races | None = None,
+        group_kills: bool = False,
     ) -> None:
         self.swarm = swarm
         self.races = races
+        # The target records a kill mid-group as trace steps (the model; not
+        # yet a lockstep target, whose members in flight have no step form).
+        self.group_kills = group_kills
         self.ch = ch
         self.ids = tuple(f"u{i}" for i in range(1, swarm.id_pool + 1))
         self.sessions = tuple(f"s{i}" for i in range(1, swarm.sessions + 1))
@@ -224,6 +230,17 @@ class Workload:
         actions = first + [
             self._racer(race, session, ident, now, k) for k in range(size - len(first))
         ]
+        # A kill mid-group: one member carries a failpoint, at the seed's
+        # failpoint rate, where the target serves it (a seed whose rate is 0,
+        # or a target that does not, draws nothing more: the same groups).
+        # Only ``after_admit`` for now: a member dying in its own admission is
+        # a failpoint step, as alone; a runner transition dying mid-group has
+        # no trace step of its own yet (the search judges it: group files).
+        armed = [k for k, a in enumerate(actions) if ADMIT in self._crash.get(type(a.op), ())]
+        rate = self.swarm.failpoint_rate
+        if armed and self.group_kills and rate > 0 and ch.chance(rate):
+            k = ch.pick(armed)
+            actions[k] = replace(actions[k], crash_at=ADMIT)
         return race, actions
 
     def _racer(self, race: str, session: str, ident: str, now: int, k: int) -> Action:

@@ -83,6 +83,9 @@ class GroupSteps(NamedTuple):
     members: list[Member]
     pauses: list[dict[str, Any]]
     failure: Exception | None = None
+    # A kill mid-group: the member whose own admission reached its failpoint,
+    # its reply (``Crashed``) and what it changed up to the restart.
+    crash: Member | None = None
 
 
 def member_reply(outcome: dict[str, Any]) -> Reply:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from ..model import (
     Call,
+    Crashed,
     Hello,
     Op,
     Policy,
@@ -76,6 +77,8 @@ def observe(before: State, after: State, events: tuple[Any, ...]) -> Observed:
 class ModelTarget:
     """The reference model as a target: exact observations, free crashes."""
 
+    group_kills = True  # group_steps takes a member's crash_at (a kill mid-group)
+
     def __init__(self, policy: Policy, step_limit: int) -> None:
         self.name = f"model:{policy.name}"
         self.state = initial_state(policy, step_limit)
@@ -98,20 +101,34 @@ class ModelTarget:
         reply = GroupReply(list(served.outcomes), served.pauses, served.killed)
         return reply, observe(before, served.state, served.events)
 
-    def group_steps(self, ops: list[Op], schedule: list[int]) -> GroupSteps:
+    def group_steps(
+        self, ops: list[Op], schedule: list[int], crash_at: Sequence[str | None] = ()
+    ) -> GroupSteps:
         """A concurrent group under the schedule, as trace steps
-        (:func:`group_members`), and the pauses passed."""
+        (:func:`group_members`), and the pauses passed. Killed at a member's
+        failpoint (``after_admit``: in the member's own effect), the members
+        placed before it are steps as usual and the dying member's step is the
+        ``crash``, a failpoint's step as when sent alone; the members never
+        placed took no effect."""
         start = self.state
-        served = serve_group(start, ops, list(range(1, len(ops) + 1)), schedule)
+        served = serve_group(start, ops, list(range(1, len(ops) + 1)), schedule, crash_at)
+        moves = served.moves[:-1] if served.killed else served.moves
         order: list[int | RunnerStep] = []
-        for m in served.moves:
+        for m in moves:
             move = m.request if m.step is None else m.step
             assert move is not None
             order.append(move)
         now = max(op.now for op in ops)
-        replies = [member_reply(o) for o in served.outcomes]
-        members, self.state = group_members(start, ops, order, now, replies)
-        return GroupSteps(members, served.pauses)
+        replies = [member_reply(o) if "ok" in o else Crashed("group") for o in served.outcomes]
+        members, state = group_members(start, ops, order, now, replies, busy_end=served.killed)
+        self.state = served.state
+        if not served.killed:
+            return GroupSteps(members, served.pauses)
+        died, point = served.moves[-1].request, next(p for p in crash_at if p is not None)
+        if died is None:  # a runner transition died: no trace step of its own yet
+            raise ValueError(f"a group's trace takes a kill in a member's admission, not {point}")
+        crashed = observe(state, served.state, request(state, ops[died], point).events)
+        return GroupSteps(members, served.pauses, crash=Member(died, Crashed(point), crashed))
 
     def kill(self) -> Observed:
         before = self.state
@@ -129,6 +146,7 @@ def group_members(
     now: int,
     replies: Sequence[Reply] | None = None,
     end: State | None = None,
+    busy_end: bool = False,
 ) -> tuple[list[Member], State]:
     """A group that took effect in ``order`` (each request's own transition,
     by index into ``ops``, and the runner's transitions) as trace steps, one
@@ -144,9 +162,10 @@ def group_members(
     ``order``, which is an equally legal order when they commute with it; the
     order is replayed through the model to make sure (every reply as in
     ``replies``), and where it is not, the steps follow ``order`` itself.
-    A step after which the runner still has work is ``busy``."""
+    A step after which the runner still has work is ``busy``; ``busy_end``:
+    the order stops at a kill, so the runner may still have work at its end."""
     for attribute in (True, False):
-        members = _along(start, ops, order, replies, now, attribute)
+        members = _along(start, ops, order, replies, now, attribute, busy_end)
         if members is not None:
             return members
     raise AssertionError("a group's own order does not replay through the model")
@@ -159,6 +178,7 @@ def _along(
     replies: Sequence[Reply] | None,
     now: int,
     attribute: bool,
+    busy_end: bool = False,
 ) -> tuple[list[Member], State] | None:
     placed: list[int] = []  # request indexes, in order
     runs: dict[int, list[RunnerStep]] = {}  # position in placed -> runner transitions after it
@@ -194,7 +214,7 @@ def _along(
             state = after.state
             events.extend(after.events)
         members.append(Member(i, out.reply, observe(before, state, tuple(events)), state.busy))
-    if state.busy:
+    if state.busy and not busy_end:
         return None
     return members, state
 

@@ -21,7 +21,7 @@ from inboxsim.errors import HarnessError
 from inboxsim.model import G4, Create, Prompt, Synthetic
 from inboxsim.scenarios.load import load_text
 from inboxsim.search.group_scenario import Recorder, run_group_scenario, scenario_text
-from inboxsim.search.group_shrink import candidates, shrink, write_group_repro
+from inboxsim.search.group_shrink import shrink, write_group_repro
 from inboxsim.search.groups import GroupDriver
 from inboxsim.targets.target import ModelTarget
 from tests.test_protocol_group import SwappedReceipts
@@ -171,40 +171,42 @@ def test_the_recorder_writes_answers_by_session_and_groups_as_tables() -> None:
     assert run_group_scenario(load_text(text)).passed
 
 
-def test_candidates_drop_steps_members_and_schedule_tails() -> None:
+def test_shrink_drops_steps_members_and_schedule_tails() -> None:
     tables = [
         {"op": "create", "now": 1, "session": "s1"},
+        {"op": "create", "now": 2, "session": "s2"},
         {
             "op": "group",
-            "now": 2,
-            "schedule": [5, 6],
-            "requests": [{"op": "calls"}, {"op": "log", "session": "s1"}],
+            "now": 3,
+            "schedule": [5, 6, 7, 8],
+            "requests": [{"op": "calls"}, {"op": "log", "session": "s1"}, {"op": "calls"}],
         },
     ]
-    got = list(candidates(tables))
-    assert got[0] == [tables[1]]  # the earlier step, never the last
-    assert got[1][1] == {"op": "log", "now": 2, "session": "s1"}  # one member left: a plain step
-    assert got[-1][1]["schedule"] == [5]
-    both = {k: v for k, v in tables[1].items() if k != "schedule"}
+    tried: list[list[dict[str, Any]]] = []
 
-    def fails(t: list[dict[str, Any]]) -> bool:  # needs both steps and both members
-        return len(t) == 2 and len(t[1].get("requests", ())) == 2
+    def fails(t: list[dict[str, Any]]) -> bool:  # needs s1's create and the log member
+        tried.append(t)
+        return any(x.get("session") == "s1" and x["op"] == "create" for x in t) and any(
+            m.get("op") == "log" for x in t for m in x.get("requests", [x])
+        )
 
-    assert shrink(tables, fails) == [tables[0], both]  # only the schedule could go
+    assert shrink(tables, fails) == [tables[0], {"op": "log", "now": 3, "session": "s1"}]
+    assert all(t and t[-1]["now"] == 3 for t in tried)  # the failing step is never deleted
+    assert tried[0] == tables[2:]  # earlier steps first, the biggest cut first
 
 
-def test_candidates_drop_runs_of_earlier_steps_first() -> None:
+def test_shrink_finds_two_earlier_steps_apart_and_keeps_within_its_attempts() -> None:
     tables = [{"op": "create", "now": k, "session": f"s{k}"} for k in range(9)]
-    got = [[t["now"] for t in c] for c in candidates(tables)]
-    assert got[:2] == [[4, 5, 6, 7, 8], [0, 1, 2, 3, 8]]  # halves of the 8 earlier steps
-    assert got[2] == [2, 3, 4, 5, 6, 7, 8]  # then quarters
-    assert [0, 1, 2, 3, 4, 5, 6, 8] in got  # then single steps; never the last
-    assert all(c[-1] == 8 for c in got)
+    calls = 0
 
     def fails(t: list[dict[str, Any]]) -> bool:  # needs the steps 3 and 8
+        nonlocal calls
+        calls += 1
         return [3, 8] == [x["now"] for x in t if x["now"] in (3, 8)]
 
     assert [t["now"] for t in shrink(tables, fails)] == [3, 8]
+    calls = 0
+    assert len(shrink(tables, fails, attempts=3)) > 2 and calls == 3
 
 
 def swapped(policy: Any, step_limit: int) -> SwappedReceipts:

@@ -17,7 +17,7 @@ import pytest
 from inboxsim.invariants import REGISTRY, Monitor, Violation, check_trace
 from inboxsim.model import G4, PRESETS
 from inboxsim.model.values import Call
-from inboxsim.trace.record import Trace
+from inboxsim.trace.record import GroupMark, Trace, group_of
 
 from .invariant_traces import (
     Ops,
@@ -333,6 +333,23 @@ def _order() -> Case:
         dataclasses.replace(evs[1], seq=4),
         evs[3],
     ]
+    return good, edit(good, 4, events=swapped), (2, 3, 4)
+
+
+@case("shared-admission-order", part="busy-group-member")
+def _order_busy() -> Case:
+    """The boundary's order is judged on a group member the runner was still
+    busy after (the boundary quiescence checks are not)."""
+    o = Ops()
+    prefix = [o.create(), o.synthetic(x="b1", resume=False), o.prompt(x="m1", resume=False)]
+    good = play_group(
+        prefix, [o.resume(), o.prompt(x="x2", resume=False)], [0, 1, 1, 1, 1], "resume"
+    )
+    # 4 (busy: x2's admission came before the step opened): execution_started 2,
+    # promoted b1 3, promoted m1 4
+    assert group_of(good.steps[4].decision) == GroupMark(4, True)
+    evs = events(good, 4)
+    swapped = [evs[0], dataclasses.replace(evs[2], seq=3), dataclasses.replace(evs[1], seq=4)]
     return good, edit(good, 4, events=swapped), (2, 3, 4)
 
 

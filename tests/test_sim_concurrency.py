@@ -62,7 +62,7 @@ def test_concurrent_seeds_send_every_race_and_hold_on_the_model() -> None:
             sizes.add(len(labels))
             seen.add(labels[0].split(": ", 1)[1])
     assert seen == set(RACES)
-    assert sizes == {2, 3, 4}
+    assert {2, 3, 4} <= sizes  # a group killed mid-way records fewer: the members placed
 
 
 def test_a_group_is_recorded_along_its_order_each_drain_with_its_request() -> None:
@@ -75,7 +75,7 @@ def test_a_group_is_recorded_along_its_order_each_drain_with_its_request() -> No
         Synthetic(5, session="s1", input="c", text="done"),
     ]
     # Both prompts first, then s1's drain starts, then the notice, then the rest.
-    members, pauses, _ = target.group_steps(ops, [0, 0, 0, 1])
+    members, pauses = target.group_steps(ops, [0, 0, 0, 1])[:2]
     assert [m.position for m in members] == [0, 1, 2]
     # s1's drain is charged to s1's requests, never to s2's prompt.
     assert {e.session for e in members[1].observed.events} == {"s2"}

@@ -263,8 +263,8 @@ class Adapter:
                 raise invalid("every request of a group carries the group's now")
             if m.get("op") in ("hello", "crash", "group"):
                 raise invalid(f"a group cannot hold {m.get('op')}")
-            if "crash_at" in m:
-                raise AdapterError("unsupported", "no crash_at inside a group (yet)")
+        if sum("crash_at" in m for m in members) > 1:
+            raise invalid("a group holds at most one member with crash_at (one kill)")
         if len({m.get("rid") for m in members}) != len(members):
             raise invalid("the requests of a group need distinct rids")
         schedule = req.get("schedule")

@@ -46,7 +46,10 @@ class Runner:
         self._store = store
         self.step_limit = 10
         self.now = 0
-        self.failpoint: str | None = None
+        # The failpoint armed by the request this thread serves: a group's
+        # members each run in a thread of their own, and only the member that
+        # carries ``crash_at`` (and the runner work it does) may reach it.
+        self._armed = threading.local()
         self.execs: dict[str, Execution] = {}
         self.waiting: list[str] = []  # (mutant one-session-at-a-time: sessions held back)
         self.calls: dict[str, dict[str, Any]] = {}
@@ -54,6 +57,15 @@ class Runner:
         # One runner serves every session's thread; a session's runner lock
         # does not cover what sessions share: the call counter.
         self.counter_lock = threading.Lock()
+
+    @property
+    def failpoint(self) -> str | None:
+        point: str | None = getattr(self._armed, "point", None)
+        return point
+
+    @failpoint.setter
+    def failpoint(self, point: str | None) -> None:
+        self._armed.point = point
 
     @property
     def store(self) -> Store:

@@ -132,18 +132,19 @@ def _chunk_sizes(n: int) -> list[int]:
     return sizes
 
 
-def delete_chunks(s: Shrinker) -> bool:
+def delete_chunks(s: Shrinker, keep: int = 0) -> bool:
     """Delete chunks of items, of decreasing size (half the candidate ... 1),
-    last first; big chunks move by half their size, small ones by one."""
+    last first; big chunks move by half their size, small ones by one. The
+    last ``keep`` items are never deleted (a failure's own step, say)."""
     improved = False
-    for k in _chunk_sizes(len(s.cur)):
+    for k in _chunk_sizes(len(s.cur) - keep):
         stride = 1 if k <= 8 else max(1, k // 2)
-        i = len(s.cur) - k
+        i = len(s.cur) - keep - k
         while i >= 0 and not s.spent():
             cur = s.cur
             if s.attempt(cur[:i] + cur[i + k :]):
                 improved = True
-                i = min(i, len(s.cur) - k)
+                i = min(i, len(s.cur) - keep - k)
             else:
                 i -= stride
     return improved
