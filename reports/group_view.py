@@ -262,7 +262,11 @@ class GroupRecorder(ModelTarget):
         super().__init__(policy, step_limit)
         self.served: list[Served] = []
 
-    def group_steps(self, ops: list[Op], schedule: list[int]) -> GroupSteps:
+    def group_steps(
+        self, ops: list[Op], schedule: list[int], crash_at: Sequence[str | None] = ()
+    ) -> GroupSteps:
+        if any(crash_at):  # the model's own group op has no kill: the trace alone shows it
+            return super().group_steps(ops, schedule, crash_at)
         before = self.state
         reply, _ = self.group(list(ops), list(schedule))
         self.state = before
