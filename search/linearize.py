@@ -31,8 +31,8 @@ memoisation makes it fast: a node is determined by (model state, set of
 placed requests, match), because the model's future replies and transitions
 depend only on its state, what remains to place and the real-time
 constraints on it only on the placed set, and future comparisons only on the
-match. So a node whose every continuation failed is remembered, and reaching
-it again by another order is cut at once. The state's fingerprint is the
+match. So a node fully explored is remembered, and reaching it again by
+another order is cut at once. The state's fingerprint is the
 events appended since the group began (the durable state is a fold of its
 events), the runs, the runner's work and wakes, the ID counter and the step
 limit. A request's wake is a runner transition of its own (``wake``), taken
@@ -40,6 +40,22 @@ any time after its admission: so an interrupt or an execution's end may fall
 between a prompt's admission and its wake, as on a real server. It is not
 held to the request's completion in real time (a weakening: a target that
 takes a wake late is not told apart from one that takes it at once).
+
+Which legal order, and every end. Orders legal on the folded events may
+differ in what no observation of the group shows (a staged revert, an
+execution's step count, a doorbell) and in where the runner's events fall
+between the requests, which the invariant checkers, judging the target's
+trace along the order found, do see. So where the target logs runner events
+(``execution_started``, ``step_started``, ...), the search first looks for a
+legal order that also places those where the target's log has them (as it
+does the folded ones), and only when there is none for any legal order.
+And it does not stop at the first legal order: with memoisation it goes on
+(the memo then holds every node fully explored, whose ends are all known)
+for up to ``ENDS_NODES`` nodes a part, and :class:`Legal` lists every
+distinct end it reached (state and ID map, at most ``ENDS``), the first
+order's first; a caller judges its next step from each, and drops those the
+step cannot follow (``groups.GroupDriver``). The first order found is the
+same as when the search stops there.
 
 Three reductions, all sound:
 
