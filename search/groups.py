@@ -146,7 +146,7 @@ class GroupDriver:
         for start in (End(self.state, dict(self.ids)), *self.others):
             mine = [_renamed(op, start.ids) for op in sent] if judged else list(ops)
             group = history(start.state, mine, outcomes, after, start.ids, killed)
-            judged.append((group, linearize(group)))
+            judged.append((group, linearize(group, ends=True)))
         legal = [(g, v) for g, v in judged if isinstance(v, Legal)]
         group, verdict = legal[0] if legal else judged[0]
         if isinstance(verdict, Legal):

@@ -49,13 +49,15 @@ trace along the order found, do see. So where the target logs runner events
 (``execution_started``, ``step_started``, ...), the search first looks for a
 legal order that also places those where the target's log has them (as it
 does the folded ones), and only when there is none for any legal order.
-And it does not stop at the first legal order: with memoisation it goes on
-(the memo then holds every node fully explored, whose ends are all known)
-for up to ``ENDS_NODES`` nodes a part, and :class:`Legal` lists every
-distinct end it reached (state and ID map, at most ``ENDS``), the first
-order's first; a caller judges its next step from each, and drops those the
-step cannot follow (``groups.GroupDriver``). The first order found is the
-same as when the search stops there.
+Asked for every end (``ends=True``, with memoisation), it does not stop at
+the first legal order: it goes on (the memo then holds every node fully
+explored, whose ends are all known) for up to ``ENDS_NODES`` nodes a part,
+and :class:`Legal` lists every distinct end it reached (state and ID map, at
+most ``ENDS``), the first order's first; a caller judges its next step from
+each, and drops those the step cannot follow (``groups.GroupDriver``). The
+first order found is the same as when the search stops there. (Lockstep,
+``lockstep.py``, carries the first end only: its sequential requests are
+compared with one model.)
 
 Three reductions, all sound:
 
@@ -258,11 +260,15 @@ class Undecided:
 Verdict = Legal | Illegal | Undecided
 
 
-def linearize(group: Group, memo: bool = True, budget: int | None = None) -> Verdict:
+def linearize(
+    group: Group, memo: bool = True, budget: int | None = None, ends: bool = False
+) -> Verdict:
     """Find a legal order of the group, or report why there is none.
 
     ``memo=False`` turns Lowe's memoisation off (the plain search, for
-    comparison); ``budget`` bounds the search nodes of each part."""
+    comparison); ``budget`` bounds the search nodes of each part; ``ends``:
+    go on for every legal end (module docstring; with the memo only), else
+    :attr:`Legal.ends` holds the first order's alone."""
     if group.before.busy:
         raise ValueError("the state before a group must be quiescent (no runner work)")
     for i, r in enumerate(group.requests):
@@ -271,10 +277,10 @@ def linearize(group: Group, memo: bool = True, budget: int | None = None) -> Ver
     start = Match.start(_known(group), group.ids)
     parts = split(group)
     if any(_runner_logged(shown) for shown in group.after.values()):
-        verdict = _orders(group, parts, start, memo, budget, runner=True)
+        verdict = _orders(group, parts, start, memo, budget, ends, runner=True)
         if isinstance(verdict, Legal):
             return verdict
-    return _orders(group, parts, start, memo, budget, runner=False)
+    return _orders(group, parts, start, memo, budget, ends, runner=False)
 
 
 def _orders(
@@ -283,12 +289,13 @@ def _orders(
     start: Match,
     memo: bool,
     budget: int | None,
+    ends: bool,
     runner: bool,
 ) -> Verdict:
-    verdict = _search(group, parts, start, memo, budget, runner)
+    verdict = _search(group, parts, start, memo, budget, ends, runner)
     if verdict is None and len(parts) > 1:  # the parts matched times apart (docstring)
         whole = [(tuple(range(len(group.requests))), frozenset(group.after))]
-        verdict = _search(group, whole, start, memo, budget, runner)
+        verdict = _search(group, whole, start, memo, budget, ends, runner)
     if verdict is None:
         raise AssertionError("the whole group's order fails its own replay: a checker bug")
     return verdict
@@ -304,6 +311,7 @@ def _search(
     start: Match,
     memo: bool,
     budget: int | None,
+    ends: bool = False,
     runner: bool = False,
 ) -> Verdict | None:
     """Search each part; None when every part has an order but the merged
@@ -312,7 +320,7 @@ def _search(
     others: list[list[tuple[Move, ...]]] = []  # each part's orders to its other ends
     explored = 0
     for requests, sessions in parts:
-        search = _Search(group, requests, sessions, memo, budget, runner)
+        search = _Search(group, requests, sessions, memo, budget, runner, every=ends)
         try:
             found = search.run(start)
         except _OutOfBudget:
@@ -329,8 +337,9 @@ def _search(
     except Mismatch:
         return None
     parted = tuple(r for r, _ in parts)
-    ends = _ends(group, start, orders, others, End(state, {**group.ids, **match.ids}))
-    return Legal(order, state, {**match.ids}, parted, explored, ends)
+    first = End(state, {**group.ids, **match.ids})
+    every = _ends(group, start, orders, others, first) if ends else (first,)
+    return Legal(order, state, {**match.ids}, parted, explored, every)
 
 
 def _ends(
@@ -455,8 +464,10 @@ class _Search:
         memo: bool,
         budget: int | None,
         runner: bool = False,
+        every: bool = False,
     ) -> None:
         self.group = group
+        self.every = every and memo  # go on for every legal end (needs the memo)
         self.requests = requests
         self.sessions = sessions
         self.memo = memo
@@ -494,9 +505,9 @@ class _Search:
         }
 
     def run(self, start: Match) -> tuple[Move, ...] | None:
-        """The first legal order found; with memoisation, the search then
-        goes on (up to ``ENDS_NODES`` nodes in all) and ``ends`` holds a
-        legal order for every distinct end it reached (module docstring)."""
+        """The first legal order found; with ``every``, the search then goes
+        on (up to ``ENDS_NODES`` nodes in all) and ``ends`` holds a legal
+        order for every distinct end it reached (module docstring)."""
         try:
             self._walk(self.group.before, frozenset(), start, ())
         except _Enough:
@@ -550,11 +561,11 @@ class _Search:
 
     def _legal(self, state: State, m: Match, order: tuple[Move, ...]) -> bool:
         """A legal end: the first stops the search unless it goes on for
-        every end (memoisation on); True when the walk must return now."""
+        every end; True when the walk must return now."""
         self.ends.setdefault((fingerprint(state, self.base), m.key()), order)
         if self.found is None:
             self.found = order
-        return not self.memo
+        return not self.every
 
     def _step(
         self,

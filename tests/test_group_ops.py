@@ -194,8 +194,8 @@ def test_parts_that_match_times_apart_are_searched_again_whole(
 
     fallbacks = []
 
-    def judge(group: Any) -> Any:
-        verdict = linearize(group)
+    def judge(group: Any, **options: Any) -> Any:
+        verdict = linearize(group, **options)
         if len(split(group)) > 1 and len(verdict.parts) == 1:
             fallbacks.append(verdict)
         return verdict
