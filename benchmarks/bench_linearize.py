@@ -33,10 +33,11 @@ totals. dfs and perm get a node budget; a group over it counts at the
 budget's time, so a ratio against it is a lower bound ("≥"). Then the
 largest size whose slowest group checks in under a second (memo), with the
 log read and without. CPU time is used because the machine is shared; the
-load average is printed.
+load average is printed. ``--ends``: memo goes on for every legal end (what
+``GroupDriver`` asks for; lockstep stops at the first legal order).
 
     python -m benchmarks.bench_linearize [--groups 20] [--sizes 2,4,6,8] [--up-to 12]
-        [--budget 200000] [--no-log]
+        [--budget 200000] [--no-log] [--ends]
 """
 
 from __future__ import annotations
@@ -115,10 +116,13 @@ def histories(size: int, kill: bool, count: int, log: bool, legal: bool = True) 
     return out
 
 
+ENDS = False  # memo goes on for every legal end (``--ends``)
+
+
 def timed(group: Group, memo: bool, budget: int | None, legal: bool) -> tuple[float, bool]:
     """CPU seconds of one check, and whether it reached a verdict."""
     t = time.process_time()
-    verdict = linearize(group, memo=memo, budget=budget)
+    verdict = linearize(group, memo=memo, budget=budget, ends=ENDS and memo)
     seconds = time.process_time() - t
     if not isinstance(verdict, Undecided) and isinstance(verdict, Legal) != legal:
         raise SystemExit(f"a history was judged {type(verdict).__name__}: a checker bug")
@@ -204,11 +208,16 @@ def main() -> None:
     parser.add_argument(
         "--no-log", action="store_true", help="judge without the target's log (no pruning by it)"
     )
+    parser.add_argument(
+        "--ends", action="store_true", help="memo goes on for every legal end (GroupDriver's)"
+    )
     args = parser.parse_args()
+    global ENDS
+    ENDS = args.ends
     print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores shared; CPU time measured)")
     print(f"{args.groups} groups per row, all requests on one session and overlapping")
     log = not args.no_log
-    print(f"the target's log {'read' if log else 'not read'}")
+    print(f"the target's log {'read' if log else 'not read'}" + (", memo: every end" * ENDS))
     print(
         f"{'size':>4} {'kill':>4} {'history':>7} | {'memo/s':>8} {'slowest':>8} | "
         f"{'dfs/s':>8} {'slowest':>8} | {'perm/s':>8} {'slowest':>8} | "

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..model import Call, Err, Event, Ok, Op
-from ..model.values import canonical_json
+from ..model.values import EVENT_TYPES, canonical_json
 from .history import Msg, Returned, Row, Unknown, call_from_wire, msg_from_wire, row_from_wire
 
 # The events the projector folds into pending rows and the transcript: the
@@ -44,6 +44,13 @@ FOLDED = frozenset(
         "forked",
     }
 )
+
+
+# The runner's events (every other type the protocol lists). Not compared;
+# where a target logs them, the search prefers an order that places them
+# where the target did (``linearize.py``), so that the checkers, which judge
+# the target's events along the order found, see each where it happened.
+RUNNER = frozenset(EVENT_TYPES) - FOLDED
 
 
 def folded(event: Event) -> bool:

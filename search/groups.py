@@ -50,7 +50,7 @@ from ..targets.group import GroupReply
 from ..targets.target import hello_op
 from ..trace.record import MessageView, Observed, PendingView
 from .history import Group, Request, Shown, Unknown, returned_from_wire, shown_from_wire
-from .linearize import Illegal, Legal, Undecided, Verdict, linearize
+from .linearize import ENDS, End, Illegal, Legal, Undecided, Verdict, end_key, linearize
 
 ID_FIELDS = ("call", "message", "before", "input")
 
@@ -112,6 +112,10 @@ class GroupDriver:
         self.target = target
         self.state = apply(initial_state(policy, step_limit), hello_op(0, step_limit)).state
         self.ids: dict[str, str] = {}  # model ID -> target ID, generated ones
+        # The other legal ends of the steps so far (model state and ID map):
+        # what no observation told apart from ``state`` yet. Each step is
+        # judged from every one; those it cannot follow are dropped.
+        self.others: tuple[End, ...] = ()
         self.seqs: dict[str, int] = {}  # session -> last seq of the target's log read
         target.request(hello_op(0, step_limit))
 
@@ -138,17 +142,28 @@ class GroupDriver:
         killed = killed or any(o is None or o.get("unknown") for o in outcomes)
         now = max(op.now for op in ops)
         after = self._shown(ops, outcomes, now)
-        group = history(self.state, ops, outcomes, after, self.ids, killed)
-        verdict = linearize(group)
+        judged: list[tuple[Group, Verdict]] = []
+        for start in (End(self.state, dict(self.ids)), *self.others):
+            mine = [_renamed(op, start.ids) for op in sent] if judged else list(ops)
+            group = history(start.state, mine, outcomes, after, start.ids, killed)
+            judged.append((group, linearize(group, ends=True)))
+        legal = [(g, v) for g, v in judged if isinstance(v, Legal)]
+        group, verdict = legal[0] if legal else judged[0]
         if isinstance(verdict, Legal):
-            self.state = verdict.state
-            self.ids.update(verdict.ids)
+            ends: dict[tuple[Any, ...], End] = {}
+            for _, v in legal:
+                for end in v.ends if isinstance(v, Legal) else ():
+                    ends.setdefault(end_key(end), end)
+            first, *rest = ends.values()
+            self.state, self.ids = first.state, dict(first.ids)
+            self.others = tuple(rest[: ENDS - 1])
         return GroupCheck(group, verdict, tuple(schedule), tuple(pauses), tuple(crash_at))
 
     def kill(self) -> None:
         """A crash between steps: the target restarts, the model crashes."""
         self.target.kill()
         self.state = self.state.crashed()
+        self.others = tuple(End(end.state.crashed(), end.ids) for end in self.others)
 
     def _target_op(self, op: Op) -> Op:
         """The op with the model's generated IDs replaced by the target's."""
@@ -183,6 +198,18 @@ class GroupDriver:
         if not isinstance(reply, Ok):
             raise RuntimeError(f"{self.target.name}: {op.OP} failed: {reply}")
         return reply.result
+
+
+def _renamed(op: Op, ids: Mapping[str, str]) -> Op:
+    """A request in the target's terms as a model whose generated IDs map to
+    the target's by ``ids`` names it."""
+    back = {t: m for m, t in ids.items()}
+    changes: dict[str, Any] = {
+        name: back[value]
+        for name in ID_FIELDS
+        if isinstance(value := getattr(op, name, None), str) and value in back
+    }
+    return replace(op, **changes) if changes else op
 
 
 def _wire(reply: Reply) -> dict[str, Any] | None:

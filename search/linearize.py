@@ -31,8 +31,8 @@ memoisation makes it fast: a node is determined by (model state, set of
 placed requests, match), because the model's future replies and transitions
 depend only on its state, what remains to place and the real-time
 constraints on it only on the placed set, and future comparisons only on the
-match. So a node whose every continuation failed is remembered, and reaching
-it again by another order is cut at once. The state's fingerprint is the
+match. So a node fully explored is remembered, and reaching it again by
+another order is cut at once. The state's fingerprint is the
 events appended since the group began (the durable state is a fold of its
 events), the runs, the runner's work and wakes, the ID counter and the step
 limit. A request's wake is a runner transition of its own (``wake``), taken
@@ -40,6 +40,24 @@ any time after its admission: so an interrupt or an execution's end may fall
 between a prompt's admission and its wake, as on a real server. It is not
 held to the request's completion in real time (a weakening: a target that
 takes a wake late is not told apart from one that takes it at once).
+
+Which legal order, and every end. Orders legal on the folded events may
+differ in what no observation of the group shows (a staged revert, an
+execution's step count, a doorbell) and in where the runner's events fall
+between the requests, which the invariant checkers, judging the target's
+trace along the order found, do see. So where the target logs runner events
+(``execution_started``, ``step_started``, ...), the search first looks for a
+legal order that also places those where the target's log has them (as it
+does the folded ones), and only when there is none for any legal order.
+Asked for every end (``ends=True``, with memoisation), it does not stop at
+the first legal order: it goes on (the memo then holds every node fully
+explored, whose ends are all known) for up to ``ENDS_NODES`` nodes a part,
+and :class:`Legal` lists every distinct end it reached (state and ID map, at
+most ``ENDS``), the first order's first; a caller judges its next step from
+each, and drops those the step cannot follow (``groups.GroupDriver``). The
+first order found is the same as when the search stops there. (Lockstep,
+``lockstep.py``, carries the first end only: its sequential requests are
+compared with one model.)
 
 Three reductions, all sound:
 
@@ -105,6 +123,8 @@ from .compare import Match, Mismatch
 from .history import Group, Msg, Row, Shown, Unknown
 
 KEEP = 200  # dead ends kept for the report (the deepest); all are counted
+ENDS_NODES = 5000  # search nodes of a part, in all, while it looks for more legal ends
+ENDS = 16  # most legal ends a group carries forward
 WAKES_LAST = True  # which legal order is found first (``_Search._walk``); a test turns it off
 
 
@@ -140,15 +160,28 @@ class DeadEnd:
 
 
 @dataclass(frozen=True)
+class End:
+    """Where a legal order leaves the model: its state, and the target's ID
+    for every model ID generated so far (the group's ``ids`` and its own)."""
+
+    state: State
+    ids: Mapping[str, str]
+
+
+@dataclass(frozen=True)
 class Legal:
     """A legal order of the whole group; ``state`` is the model after it and
-    ``ids`` maps every model ID the group generated to the target's."""
+    ``ids`` maps every model ID the group generated to the target's.
+    ``ends``: every distinct end of a legal order the search reached, this
+    order's first (what no observation of the group tells apart, a later
+    step may: the caller carries them all forward)."""
 
     order: tuple[Move, ...]
     state: State
     ids: Mapping[str, str]
     parts: tuple[tuple[int, ...], ...]
     explored: int
+    ends: tuple[End, ...] = ()
 
     def explain(self, group: Group) -> str:
         steps = ", ".join(m.describe(group) for m in self.order)
@@ -227,11 +260,15 @@ class Undecided:
 Verdict = Legal | Illegal | Undecided
 
 
-def linearize(group: Group, memo: bool = True, budget: int | None = None) -> Verdict:
+def linearize(
+    group: Group, memo: bool = True, budget: int | None = None, ends: bool = False
+) -> Verdict:
     """Find a legal order of the group, or report why there is none.
 
     ``memo=False`` turns Lowe's memoisation off (the plain search, for
-    comparison); ``budget`` bounds the search nodes of each part."""
+    comparison); ``budget`` bounds the search nodes of each part; ``ends``:
+    go on for every legal end (module docstring; with the memo only), else
+    :attr:`Legal.ends` holds the first order's alone."""
     if group.before.busy:
         raise ValueError("the state before a group must be quiescent (no runner work)")
     for i, r in enumerate(group.requests):
@@ -239,13 +276,33 @@ def linearize(group: Group, memo: bool = True, budget: int | None = None) -> Ver
             raise ValueError(f"request r{i}: an outcome is unknown exactly when it never completed")
     start = Match.start(_known(group), group.ids)
     parts = split(group)
-    verdict = _search(group, parts, start, memo, budget)
+    if any(_runner_logged(shown) for shown in group.after.values()):
+        verdict = _orders(group, parts, start, memo, budget, ends, runner=True)
+        if isinstance(verdict, Legal):
+            return verdict
+    return _orders(group, parts, start, memo, budget, ends, runner=False)
+
+
+def _orders(
+    group: Group,
+    parts: list[tuple[tuple[int, ...], frozenset[str]]],
+    start: Match,
+    memo: bool,
+    budget: int | None,
+    ends: bool,
+    runner: bool,
+) -> Verdict:
+    verdict = _search(group, parts, start, memo, budget, ends, runner)
     if verdict is None and len(parts) > 1:  # the parts matched times apart (docstring)
         whole = [(tuple(range(len(group.requests))), frozenset(group.after))]
-        verdict = _search(group, whole, start, memo, budget)
+        verdict = _search(group, whole, start, memo, budget, ends, runner)
     if verdict is None:
         raise AssertionError("the whole group's order fails its own replay: a checker bug")
     return verdict
+
+
+def _runner_logged(shown: Shown) -> bool:
+    return shown.events is not None and any(e.type in compare.RUNNER for e in shown.events)
 
 
 def _search(
@@ -254,13 +311,16 @@ def _search(
     start: Match,
     memo: bool,
     budget: int | None,
+    ends: bool = False,
+    runner: bool = False,
 ) -> Verdict | None:
     """Search each part; None when every part has an order but the merged
     order fails its replay."""
     orders: list[tuple[Move, ...]] = []
+    others: list[list[tuple[Move, ...]]] = []  # each part's orders to its other ends
     explored = 0
     for requests, sessions in parts:
-        search = _Search(group, requests, sessions, memo, budget)
+        search = _Search(group, requests, sessions, memo, budget, runner, every=ends)
         try:
             found = search.run(start)
         except _OutOfBudget:
@@ -270,12 +330,46 @@ def _search(
             dead = tuple(d for *_, d in sorted(search.dead, reverse=True))
             return Illegal(requests, tuple(sorted(sessions)), dead, search.tried, explored)
         orders.append(found)
+        others.append([o for o in search.ends.values() if o != found])
     order = _merge(group, orders)
     try:
         state, match = _follow(group, order, start)
     except Mismatch:
         return None
-    return Legal(order, state, {**match.ids}, tuple(r for r, _ in parts), explored)
+    parted = tuple(r for r, _ in parts)
+    first = End(state, {**group.ids, **match.ids})
+    every = _ends(group, start, orders, others, first) if ends else (first,)
+    return Legal(order, state, {**match.ids}, parted, explored, every)
+
+
+def _ends(
+    group: Group,
+    start: Match,
+    orders: list[tuple[Move, ...]],
+    others: list[list[tuple[Move, ...]]],
+    first: End,
+) -> tuple[End, ...]:
+    """The group's distinct legal ends: the found order's first, then each
+    part's other ends with the other parts' found orders (the parts touch
+    disjoint sessions, so their ends combine), at most ``ENDS``."""
+    ends = {end_key(first): first}
+    for k, alternatives in enumerate(others):
+        for alternative in alternatives:
+            if len(ends) >= ENDS:
+                return tuple(ends.values())
+            merged = _merge(group, orders[:k] + [alternative] + orders[k + 1 :])
+            try:
+                state, match = _follow(group, merged, start)
+            except Mismatch:  # the parts matched times apart: not this combination
+                continue
+            end = End(state, {**group.ids, **match.ids})
+            ends.setdefault(end_key(end), end)
+    return tuple(ends.values())
+
+
+def end_key(end: End) -> tuple[Any, ...]:
+    """Two ends are the same when their states and ID maps are."""
+    return (fingerprint(end.state, {}), tuple(sorted(end.ids.items())))
 
 
 # --- splitting into independent parts -------------------------------------------------
@@ -355,6 +449,10 @@ class _OutOfBudget(Exception):
     pass
 
 
+class _Enough(Exception):
+    """A legal order is found and the search for more ends has used its nodes."""
+
+
 class _Search:
     """Wing and Gong's search with Lowe's memo over one part (module docstring)."""
 
@@ -365,8 +463,11 @@ class _Search:
         sessions: frozenset[str],
         memo: bool,
         budget: int | None,
+        runner: bool = False,
+        every: bool = False,
     ) -> None:
         self.group = group
+        self.every = every and memo  # go on for every legal end (needs the memo)
         self.requests = requests
         self.sessions = sessions
         self.memo = memo
@@ -374,7 +475,9 @@ class _Search:
         self.explored = 0
         self.tried = 0
         self.dead: list[tuple[int, int, int, DeadEnd]] = []  # a heap: the deepest kept
-        self.seen: set[tuple[Any, ...]] = set()  # nodes whose every continuation failed
+        self.seen: set[tuple[Any, ...]] = set()  # nodes fully explored
+        self.found: tuple[Move, ...] | None = None  # the first legal order
+        self.ends: dict[tuple[Any, ...], tuple[Move, ...]] = {}  # a legal order per end
         self.now = max((r.op.now for r in group.requests), default=0)
         self.base = {sid: len(log.events) for sid, log in group.before.store.sessions.items()}
         ends = {i: group.requests[i].completed for i in requests}
@@ -388,30 +491,50 @@ class _Search:
             i for i in requests if not isinstance(group.requests[i].returned, Unknown)
         )
         self.everything = frozenset(requests)
-        self.logs = {
-            sid: [e for e in shown.events if compare.folded(e)]
+        # The events each appended event must match, in order, per session
+        # whose log was read: the folded ones, and with ``runner`` where the
+        # target logged runner events, those too (``linearize``'s first pass).
+        self.ordered = {
+            sid: _ordered_with_runner if runner and _runner_logged(shown) else compare.folded
             for sid in sessions
             if (shown := group.after[sid]).events is not None
         }
+        self.logs = {
+            sid: [e for e in group.after[sid].events or () if kept(e)]
+            for sid, kept in self.ordered.items()
+        }
 
     def run(self, start: Match) -> tuple[Move, ...] | None:
-        return self._walk(self.group.before, frozenset(), start, ())
+        """The first legal order found; with ``every``, the search then goes
+        on (up to ``ENDS_NODES`` nodes in all) and ``ends`` holds a legal
+        order for every distinct end it reached (module docstring)."""
+        try:
+            self._walk(self.group.before, frozenset(), start, ())
+        except _Enough:
+            pass
+        return self.found
 
     def _walk(
         self, state: State, done: frozenset[int], m: Match, order: tuple[Move, ...]
     ) -> tuple[Move, ...] | None:
         self.explored += 1
+        if self.found is not None and self.explored > ENDS_NODES:
+            raise _Enough
         if self.budget is not None and self.explored > self.budget:
+            if self.found is not None:
+                raise _Enough
             raise _OutOfBudget
         key = (fingerprint(state, self.base), done, m.key()) if self.memo else None
         if key is not None and key in self.seen:
             return None
         if self.known <= done:
             if self.group.killed:
-                if self._ends(state.crashed(), m, order + (KILL,), done):
-                    return order + (KILL,)
+                end, killed = state.crashed(), order + (KILL,)
+                if self._ends(end, m, killed, done) and self._legal(end, m, killed):
+                    return killed
             elif not state.busy and self._ends(state, m, order, done):
-                return order
+                if self._legal(state, m, order):
+                    return order
         steps = enabled(state)
         if done == self.everything and not self.group.killed and steps:
             # the other sessions' transitions commute (module docstring)
@@ -433,8 +556,16 @@ class _Search:
             if found is not None:
                 return found
         if key is not None:
-            self.seen.add(key)
+            self.seen.add(key)  # every continuation failed, or every end is in ``ends``
         return None
+
+    def _legal(self, state: State, m: Match, order: tuple[Move, ...]) -> bool:
+        """A legal end: the first stops the search unless it goes on for
+        every end; True when the walk must return now."""
+        self.ends.setdefault((fingerprint(state, self.base), m.key()), order)
+        if self.found is None:
+            self.found = order
+        return not self.every
 
     def _step(
         self,
@@ -487,11 +618,11 @@ class _Search:
         not at the end."""
         for e in appended:
             theirs = self.logs.get(e.session)
-            if theirs is None or not compare.folded(e):
+            if theirs is None or not (kept := self.ordered[e.session])(e):
                 continue
             log = state.store.sessions[e.session]
             new = log.events[self.base.get(e.session, 0) :]
-            place = sum(1 for x in new if compare.folded(x) and x.seq < e.seq)
+            place = sum(1 for x in new if kept(x) and x.seq < e.seq)
             b = theirs[place] if place < len(theirs) else None
             m = compare.event(e.session, e, b, m, f"log of {e.session}")
         return m
@@ -512,6 +643,10 @@ class _Search:
             heapq.heappush(self.dead, entry)
         elif entry[:3] > self.dead[0][:3]:
             heapq.heapreplace(self.dead, entry)
+
+
+def _ordered_with_runner(event: Event) -> bool:
+    return compare.folded(event) or event.type in compare.RUNNER
 
 
 def fingerprint(state: State, base: Mapping[str, int]) -> tuple[Any, ...]:

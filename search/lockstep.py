@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -145,31 +145,43 @@ def _said(outcome: dict[str, Any] | None, labels: dict[str, str]) -> str:
 
 def _place(theirs: Iterable[Event], ours: Sequence[Iterable[Event]]) -> list[list[Event]]:
     """The target's events of a group, placed on its members: the search
-    matched the folded events one for one, in order per session, so each
+    matched the folded events one for one, in order per session (and the
+    runner's too, where the target logs them alike: ``linearize``), so each
     goes to the member the model's order gives its match; every other event
-    goes with the folded event before it (before any, with the first member
+    goes with the matched event before it (before any, with the first member
     the order gives events there), which keeps each session's seqs in order
     along the members."""
-    quotas: dict[str, list[int]] = {}  # session -> the member of each folded event, in order
-    anyone: dict[str, int] = {}  # session -> a member with events there
+    mine: dict[str, list[tuple[int, Event]]] = {}  # session -> (member, event), in order
     for k, events in enumerate(ours):
         for e in events:
-            anyone.setdefault(e.session, k)
-            if compare.folded(e):
-                quotas.setdefault(e.session, []).append(k)
+            mine.setdefault(e.session, []).append((k, e))
     placed: list[list[Event]] = [[] for _ in ours]
     for sid, events in _events_by_session(theirs).items():
-        owners = quotas.get(sid, [])
-        # Before the first folded event: the first member the order gives
+        ordered = mine.get(sid, [])
+        matched = _matched(events, [e for _, e in ordered])
+        owners = [k for k, e in ordered if matched(e)]
+        # Before the first matched event: the first member the order gives
         # anything there (a drain started before the group's admissions).
-        owner = anyone.get(sid, owners[0] if owners else len(placed) - 1)
+        owner = ordered[0][0] if ordered else (owners[0] if owners else len(placed) - 1)
         n = 0
         for e in events:
-            if compare.folded(e) and n < len(owners):
+            if matched(e) and n < len(owners):
                 owner = owners[n]
                 n += 1
             placed[owner].append(e)
     return placed
+
+
+def _matched(theirs: Sequence[Event], ours: Sequence[Event]) -> Callable[[Event], bool]:
+    """Which events the search matched in a session: with the runner's, when
+    both sides show the same sequence of them."""
+
+    def both(e: Event) -> bool:
+        return compare.folded(e) or e.type in compare.RUNNER
+
+    if [e.type for e in theirs if both(e)] == [e.type for e in ours if both(e)]:
+        return both
+    return compare.folded
 
 
 def _data(text: str | None) -> dict[str, Any]:
@@ -185,24 +197,34 @@ def _by_id(
     transcript: dict[str, tuple[MessageView, ...]],
     side: Side,
     events: Iterable[Event],
-    ids: dict[str, str],
 ) -> tuple[dict[str, PendingView], dict[str, MessageView]]:
-    """The target's own pending rows and messages by ID, from its views before
-    and after a group and its admissions during it (a row admitted and
-    promoted within the group shows only in its event). Later wins: an ID
+    """The target's own pending rows and messages by ID as of a group's
+    member: its views before the group, the admissions ``events`` (the
+    target's events placed on the members up to this one) show (a row
+    admitted and promoted within the group shows only in its event), and
+    its views after the group where they hold the same lifecycle. An ID
     admitted again within the group (a committed revert ended its earlier
-    lifecycle) is its new row, not the one the view before showed."""
+    lifecycle) is its old row before the member that re-admitted it and its
+    new row from there on."""
     rows: dict[str, PendingView] = {}
     msgs: dict[str, MessageView] = {}
     rows.update((r.input, r) for view in pending.values() for r in view)
+    promoted: set[str] = set()
     for e in events:
         if e.type in ("admitted", "compaction_admitted") and e.input:
             data = _data(e.data)
             kind = "compaction" if e.type == "compaction_admitted" else data.get("type", "user")
             rows[e.input] = PendingView(e.input, kind, data.get("delivery"), e.seq, e.time)
-    rows.update((r.input, r) for view in side.pending.values() for r in view)
-    for shown in (transcript, side.transcript):
-        msgs.update((m.id, m) for view in shown.values() for m in view)
+        elif e.type == "promoted" and e.input:
+            promoted.add(e.input)
+    for rows_after in side.pending.values():
+        for r in rows_after:
+            old = rows.get(r.input)
+            if old is None or old.admitted_seq == r.admitted_seq:
+                rows[r.input] = r
+    msgs.update((m.id, m) for msgs_before in transcript.values() for m in msgs_before)
+    for msgs_after in side.transcript.values():
+        msgs.update((m.id, m) for m in msgs_after if m.id in promoted or m.id not in msgs)
     return rows, msgs
 
 
@@ -666,13 +688,15 @@ class LockstepTarget:
         # the last carries the rest and the target's views after the group;
         # every member before it is busy (not a quiescent observation).
         placed = _place(t_obs.events, [m.observed.events for m in steps])
-        rows, msgs = _by_id(pending_before, transcript_before, self.t, t_obs.events, ids)
         names = {**ids, **verdict.ids}
         members = []
+        so_far: list[Event] = []
         for k, member in enumerate(steps):
+            so_far.extend(placed[k])
             if k == len(steps) - 1:  # the target's own views after the group
                 obs = self._shown(Observed(tuple(placed[k])))
             else:  # the model's, each row and message as the target shows it
+                rows, msgs = _by_id(pending_before, transcript_before, self.t, so_far)
                 shown = renamed(member.observed, names)
                 obs = Observed(
                     tuple(placed[k]),

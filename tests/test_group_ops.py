@@ -194,8 +194,8 @@ def test_parts_that_match_times_apart_are_searched_again_whole(
 
     fallbacks = []
 
-    def judge(group: Any) -> Any:
-        verdict = linearize(group)
+    def judge(group: Any, **options: Any) -> Any:
+        verdict = linearize(group, **options)
         if len(split(group)) > 1 and len(verdict.parts) == 1:
             fallbacks.append(verdict)
         return verdict
@@ -206,3 +206,38 @@ def test_parts_that_match_times_apart_are_searched_again_whole(
     monkeypatch.setattr(linearize_module, "WAKES_LAST", False)
     drive(11, "g5")  # (seed 1 before a prompt's wake became a transition of its own)
     assert fallbacks
+
+
+# The search carries every legal end forward (issue 19): seeds whose groups
+# leave what no observation shows (two revert_stage of one session: which
+# message is staged) and were judged illegal at a later group when the
+# search carried one end only.
+@pytest.mark.parametrize(("seed", "policy"), [(57, "g5"), (6, "g4"), (6, "g5")])
+def test_a_later_group_is_judged_from_every_legal_end_of_the_earlier(
+    seed: int, policy: str
+) -> None:
+    drive(seed, policy)
+
+
+def test_two_revert_stages_of_one_session_leave_two_ends() -> None:
+    driver = GroupDriver(ModelTarget(G4, 3), G4, 3)
+    steps: list[list[Op]] = [
+        [Create(1, session="s1")],
+        [Prompt(2, session="s1", input="a", text="a")],
+        [Interrupt(3, session="s1")],
+        [Prompt(4, session="s1", input="b", text="b")],
+        [Interrupt(5, session="s1")],
+    ]
+    for step in steps:
+        assert driver.run(step).legal
+    staged = [RevertStage(6, session="s1", message="a"), RevertStage(6, session="s1", message="b")]
+    check = driver.run(staged, [0, 1, 0, 1])
+    assert check.legal, check.explain()
+    # Nothing shows which stage came last: both ends are carried.
+    assert len(driver.others) == 1
+    ends = {end.store.sessions["s1"].revert for end in (driver.state, driver.others[0].state)}
+    assert ends == {"a", "b"}
+    # A commit then shows which: the step is legal from either, and one end is left.
+    commit = driver.run([RevertCommit(7, session="s1")])
+    assert commit.legal, commit.explain()
+    assert driver.others == ()
