@@ -67,6 +67,7 @@ import time
 from bisect import bisect_right
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from events import EVENT_MAP
@@ -217,6 +218,21 @@ def stream_mode() -> str:
     if mode not in ("whole", "midstream"):
         raise Fatal(f"INBOXSIM_OPENCODE_STREAM={mode!r}: expected whole or midstream", EXIT_USAGE)
     return mode
+
+
+def call_timeout() -> int:
+    """Seconds OpenCode lets a model call sit idle (no byte back) before it
+    gives up on it: ``BUN_CONFIG_HTTP_IDLE_TIMEOUT`` of the server, Bun's
+    fetch idle timeout, which the V2 model client (no ``timeout: false`` on
+    its fetch, unlike the AI SDK path) inherits; Bun's default is 300 s, and
+    the provider's ``timeout``/``headerTimeout``/``chunkTimeout`` options do
+    not reach it (docs/opencode.md, "Held calls and OpenCode's give-up")."""
+    raw = os.environ.get("INBOXSIM_OPENCODE_CALL_TIMEOUT", "3600")
+    if not raw.isdigit() or int(raw) < 1:
+        raise Fatal(
+            f"INBOXSIM_OPENCODE_CALL_TIMEOUT={raw!r}: expected whole seconds >= 1", EXIT_USAGE
+        )
+    return int(raw)
 
 
 def netns_mode() -> str:
@@ -432,6 +448,7 @@ class Server:
         self.http: Http | None = None
         self.db_path = data / "xdg" / "data" / "opencode" / "opencode.db"
         self.start_seconds = 0.0
+        self.call_timeout = call_timeout()
 
     def env(self) -> dict[str, str]:
         d = self.data
@@ -444,6 +461,7 @@ class Server:
             "XDG_STATE_HOME": str(d / "xdg" / "state"),
             "TMPDIR": str(d / "tmp"),
             "LANG": "C.UTF-8",
+            "BUN_CONFIG_HTTP_IDLE_TIMEOUT": str(self.call_timeout),
             **DISABLE_VARS,
         }
         return env
@@ -562,6 +580,7 @@ class Adapter:
         self.clock = Clock(data / "clock.log")
         self.provider = Provider(self._new_call_id, say, midstream=stream_mode() == "midstream")
         self.server = Server(binary, data, self.provider.port)
+        self.project = data / "project"  # the served folder: file paths are in it
         self.settle_timeout = float(os.environ.get("INBOXSIM_OPENCODE_SETTLE_TIMEOUT", "8"))
         self.requests = 0
         # A call's context, read once right after it opened: what the model was
@@ -570,6 +589,10 @@ class Adapter:
         # A group member's thread: its own HTTP connection, and no settling
         # of its own (the group settles once, when every member is done).
         self.member = threading.local()
+        # OpenCode session -> when the adapter last sent it an interrupt: a
+        # held call OpenCode hangs up on after that was interrupted, any
+        # other it gave up on by itself (``check_hung_up``).
+        self.interrupted: dict[str, float] = {}
 
     def _new_call_id(self) -> str:
         call = self.ids.fresh_call()
@@ -597,6 +620,8 @@ class Adapter:
         """Start the server again on the same folder, after it died."""
         self.server.stop()
         self.contexts.clear()
+        with self.provider.lock:
+            self.provider.hung_up.clear()  # the dead server's connections
         for held in self.provider.snapshot():  # the dead server's requests
             self.provider.drop(held.call, "the server died")
         for oc in self.ids.sessions.values():
@@ -700,7 +725,32 @@ class Adapter:
 
     # --- operations ------------------------------------------------------------
 
+    def check_hung_up(self) -> None:
+        """Fail (``internal``, before the request does anything) if OpenCode
+        gave up on a held call by itself since the last request: not after
+        an interrupt or a death of the server, so after its HTTP client's
+        idle timeout (``call_timeout``). The model has no wall clock and no
+        such rule (its calls wait for the harness's answer), so lockstep
+        cannot go on; the message says what happened instead of leaving a
+        vanished call to be found as a divergence."""
+        with self.provider.lock:
+            hung = list(self.provider.hung_up)
+            self.provider.hung_up.clear()
+        own = [h for h in hung if self.interrupted.get(h[0].oc_session, -1.0) < h[0].opened_at]
+        if own:
+            held, seconds, why = own[0]
+            session = self.ids.session_of.get(held.oc_session, held.oc_session)
+            raise Refused(
+                "internal",
+                f"OpenCode gave up on model call {held.call} of session {session!r} after "
+                f"{seconds:.0f} s held without an answer ({why}): its HTTP client's idle "
+                f"timeout (BUN_CONFIG_HTTP_IDLE_TIMEOUT = INBOXSIM_OPENCODE_CALL_TIMEOUT = "
+                f"{self.server.call_timeout} s; OpenCode's own default is 300 s). The model "
+                "has no such rule: answer calls sooner or raise the timeout",
+            )
+
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        self.check_hung_up()
         handler = self.handler(req)
         if req["op"] not in ("log", "messages", "pending", "calls"):
             self.clock.tick(req["now"])
@@ -847,9 +897,10 @@ class Adapter:
             )
         text = _str(req, "text")
         prompt: dict[str, Any] = {"text": text}
-        for key in ("files", "agents"):
-            if req.get(key):
-                prompt[key] = req[key]
+        if req.get("files"):
+            prompt["files"] = [file_to_opencode(f, self.project) for f in req["files"]]
+        if req.get("agents"):
+            prompt["agents"] = req["agents"]
         given = req.get("input")
         input_id = self.ids.fresh_input() if given is None else _str(req, "input")
         msg = self.ids.input(input_id, harness)
@@ -868,7 +919,7 @@ class Adapter:
             "type": "user",
             "data": {
                 "text": data["prompt"].get("text"),
-                "files": data["prompt"].get("files") or [],
+                "files": self.files_of(data["prompt"]),
                 "agents": data["prompt"].get("agents") or [],
                 "metadata": {},
             },
@@ -879,9 +930,13 @@ class Adapter:
         self.settle({oc}, wake=oc if req.get("resume") is not False else None)
         return receipt
 
+    def files_of(self, prompt: dict[str, Any]) -> list[dict[str, Any]]:
+        return [file_from_opencode(f, self.project) for f in prompt.get("files") or []]
+
     def op_interrupt(self, req: dict[str, Any]) -> dict[str, Any]:
         oc = self.oc_session(_str(req, "session"))
         busy = oc in self.active() or any(c.oc_session == oc for c in self.provider.snapshot())
+        self.interrupted[oc] = time.monotonic()
         status, answer = self.http.call("POST", f"/api/session/{oc}/interrupt")
         if status not in (200, 204):
             raise self.http_error(status, answer, "POST interrupt")
@@ -1040,7 +1095,7 @@ class Adapter:
                 "delivery": data.get("delivery"),
                 "data": {
                     "text": prompt.get("text"),
-                    "files": prompt.get("files") or [],
+                    "files": self.files_of(prompt),
                     "agents": prompt.get("agents") or [],
                     "metadata": {},
                 },
@@ -1123,6 +1178,60 @@ def _error_text(data: dict[str, Any]) -> str:
     if isinstance(err, dict):
         return str(err.get("message") or err.get("name") or "")
     return str(err or data.get("message") or "")
+
+
+# --- files -------------------------------------------------------------------
+
+# A protocol file is opaque JSON; the adapter maps the shape a scenario uses,
+# ``{path, mime?, name?, description?}``, onto 1.18.33's file part
+# ``{uri, name?, description?}`` (``uri`` required; 400 without it). Probed
+# on the real server (docs/opencode.md, "Files"): it takes any string as the
+# URI and keeps it verbatim, reads no file at admission, and sets its own
+# ``mime`` from the extension (``.ts`` is ``video/mp2t``), ignoring a given
+# one. So ``path`` becomes a ``file://`` URI in the served project folder, the
+# protocol's ``mime`` rides in its query (which OpenCode's own MIME guess
+# ignores), and a receipt or an admitted event maps the recorded URI back:
+# the file round-trips through OpenCode's record, and OpenCode's retry
+# identity (which compares the recorded part) judges all of it.
+FILE_KEYS = ("path", "mime", "name", "description")
+
+
+def file_to_opencode(part: Any, project: Path) -> dict[str, str]:
+    """A protocol file as 1.18.33's file part (``unsupported`` if not mappable)."""
+    if (
+        not isinstance(part, dict)
+        or not part.get("path")
+        or set(part) - set(FILE_KEYS)
+        or not all(isinstance(v, str) for v in part.values())
+    ):
+        raise Refused(
+            "unsupported",
+            f"the OpenCode adapter maps files of the shape {{path, mime?, name?, description?}}"
+            f" (strings) onto 1.18.33's {{uri, name?, description?}}, not {part!r}",
+        )
+    uri = (project / part["path"]).as_uri()
+    if "mime" in part:
+        uri += "?" + urlencode({"mime": part["mime"]})
+    out = {"uri": uri}
+    out.update((k, part[k]) for k in ("name", "description") if k in part)
+    return out
+
+
+def file_from_opencode(part: dict[str, Any], project: Path) -> dict[str, Any]:
+    """The protocol file a recorded OpenCode file part stands for (a part the
+    adapter did not write, as OpenCode recorded it)."""
+    split = urlsplit(str(part.get("uri", "")))
+    if split.scheme != "file":
+        return dict(part)
+    path = Path(unquote(split.path))
+    out: dict[str, Any] = {
+        "path": str(path.relative_to(project)) if path.is_relative_to(project) else str(path)
+    }
+    mime = parse_qs(split.query).get("mime")
+    if mime:
+        out["mime"] = mime[0]
+    out.update((k, part[k]) for k in ("name", "description") if k in part)
+    return out
 
 
 # --- main ----------------------------------------------------------------------

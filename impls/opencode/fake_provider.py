@@ -20,8 +20,9 @@ network namespace as the OpenCode server), one thread per connection
   that OpenCode runs the tool and makes the next request; ``error`` answers
   HTTP 400 (not retried by the AI SDK, so the step fails at once).
 - While it waits, the handler watches its socket: when OpenCode gives up on
-  the request (an interrupt aborts the fetch), the call is dropped from the
-  open set at once.
+  the request (an interrupt aborts the fetch; so does its HTTP client's idle
+  timeout), the call is dropped from the open set at once and listed in
+  ``hung_up`` for the adapter to judge.
 - ``midstream=True`` (the adapter's ``INBOXSIM_OPENCODE_STREAM=midstream``):
   the answer begins at once, before the harness answers (the response head, a
   role frame and a first text delta), and the rest waits for the answer; so an
@@ -63,6 +64,7 @@ class HeldCall:
     opened: int  # opening order, for "oldest first"
     finish: str | None = None  # set by the adapter: stop, tool or error
     gone: bool = False  # OpenCode closed the connection before an answer
+    opened_at: float = field(default_factory=time.monotonic)
     released: threading.Event = field(default_factory=threading.Event)
 
 
@@ -92,6 +94,9 @@ class Provider:
         self._tracker: dict[str, tuple[Counter[str], int]] = {}
         self.requests = 0  # every model request seen (for the figures)
         self.stray: list[str] = []  # requests that were not chat completions
+        # Calls OpenCode hung up on before an answer (an interrupt does, and
+        # so does its HTTP client's idle timeout): (call, seconds held, why).
+        self.hung_up: list[tuple[HeldCall, float, str]] = []
         self._closing = False
         provider = self
 
@@ -256,17 +261,19 @@ class Provider:
             try:
                 readable, _, _ = select.select([sock], [], [], 0)
                 if readable and sock.recv(1, socket.MSG_PEEK) == b"":
-                    self.drop(held.call, "OpenCode closed the request")
+                    self.drop(held.call, "OpenCode closed the request", hung_up=True)
                     return
             except (OSError, ValueError):
-                self.drop(held.call, "the connection failed")
+                self.drop(held.call, "the connection failed", hung_up=True)
                 return
 
-    def drop(self, call: str, why: str) -> None:
+    def drop(self, call: str, why: str, hung_up: bool = False) -> None:
         with self.lock:
             held = self.open.pop(call, None)
             if held is None:
                 return
+            if hung_up:
+                self.hung_up.append((held, time.monotonic() - held.opened_at, why))
             held.gone = True
             held.released.set()
             self.lock.notify_all()
