@@ -162,3 +162,16 @@ def test_a_hang_up_after_an_interrupt_is_the_interrupt(adapter: Any) -> None:
     _until(lambda: adapter.provider.hung_up)
     with pytest.raises(oc.Refused, match="gave up on model call call-2"):
         adapter.handle({"rid": 2, "op": "calls", "now": 2})
+
+
+def test_an_id_follows_the_session_that_admitted_it(tmp_path: Path) -> None:
+    """A committed revert frees an ID for any session (g2): the ID map then
+    names the session OpenCode admitted it in, not the first one it was sent
+    to (else a revert there was refused as message_not_found: seed 6 of the
+    concurrent run), and it survives a restart of the adapter."""
+    ids = oc.Ids(tmp_path / "ids.json")
+    msg = ids.input("u2", "s2")
+    ids.admitted_in("u2", "s1")
+    again = oc.Ids(tmp_path / "ids.json")
+    assert again.inputs["u2"] == {"oc": msg, "session": "s1"}
+    assert again.input("u2", "s1") == msg  # the same OpenCode ID, as OpenCode knows it

@@ -310,6 +310,16 @@ class Ids:
             self.save()
             return oc
 
+    def admitted_in(self, harness: str, session: str) -> None:
+        """OpenCode admitted input ``harness`` in ``session``: a committed
+        revert frees an ID for any session (g2's ``ended_ids``), so the
+        session an ID was first sent to need not be the one that holds it."""
+        with self.lock:
+            known = self.inputs.get(harness)
+            if known is not None and known["session"] != session:
+                known["session"] = session
+                self.save()
+
     def fresh_input(self) -> str:
         with self.lock:
             while True:
@@ -913,6 +923,7 @@ class Adapter:
         if status != 200:
             raise self.http_error(status, answer, "POST prompt")
         data = answer["data"]
+        self.ids.admitted_in(input_id, harness)
         receipt = {
             "input": self.ids.input_of.get(data["id"], data["id"]),
             "session": self.ids.session_of.get(data["sessionID"], data["sessionID"]),
