@@ -235,6 +235,11 @@ def call_timeout() -> int:
     return int(raw)
 
 
+# A hang-up of a call held at least this share of ``call_timeout`` is the
+# idle timeout's (seen: 5 s gave up at 14 s, 20 at 25, 300 at ~300).
+IDLE_SWEEP_MARGIN = 0.9
+
+
 def netns_mode() -> str:
     mode = os.environ.get("INBOXSIM_OPENCODE_NETNS", "auto")
     if mode not in ("auto", "require", "off"):
@@ -599,10 +604,6 @@ class Adapter:
         # A group member's thread: its own HTTP connection, and no settling
         # of its own (the group settles once, when every member is done).
         self.member = threading.local()
-        # OpenCode session -> when the adapter last sent it an interrupt: a
-        # held call OpenCode hangs up on after that was interrupted, any
-        # other it gave up on by itself (``check_hung_up``).
-        self.interrupted: dict[str, float] = {}
 
     def _new_call_id(self) -> str:
         call = self.ids.fresh_call()
@@ -737,16 +738,20 @@ class Adapter:
 
     def check_hung_up(self) -> None:
         """Fail (``internal``, before the request does anything) if OpenCode
-        gave up on a held call by itself since the last request: not after
-        an interrupt or a death of the server, so after its HTTP client's
-        idle timeout (``call_timeout``). The model has no wall clock and no
-        such rule (its calls wait for the harness's answer), so lockstep
-        cannot go on; the message says what happened instead of leaving a
-        vanished call to be found as a divergence."""
+        gave up on a held call after its HTTP client's idle timeout
+        (``call_timeout``) since the last request: a hang-up of a call held
+        that long, which nothing but that timeout makes (an interrupt, or a
+        call OpenCode aborts as its turn ends, hangs up at once and is left
+        to lockstep: the call leaves the open set). The model has no wall
+        clock and no such rule (its calls wait for the harness's answer), so
+        lockstep cannot go on; the message says what happened instead of
+        leaving a vanished call to be found as a divergence."""
         with self.provider.lock:
             hung = list(self.provider.hung_up)
             self.provider.hung_up.clear()
-        own = [h for h in hung if self.interrupted.get(h[0].oc_session, -1.0) < h[0].opened_at]
+        timeout = self.server.call_timeout
+        # Bun sweeps idle sockets now and then: never before the timeout.
+        own = [h for h in hung if h[1] >= IDLE_SWEEP_MARGIN * timeout]
         if own:
             held, seconds, why = own[0]
             session = self.ids.session_of.get(held.oc_session, held.oc_session)
@@ -755,8 +760,8 @@ class Adapter:
                 f"OpenCode gave up on model call {held.call} of session {session!r} after "
                 f"{seconds:.0f} s held without an answer ({why}): its HTTP client's idle "
                 f"timeout (BUN_CONFIG_HTTP_IDLE_TIMEOUT = INBOXSIM_OPENCODE_CALL_TIMEOUT = "
-                f"{self.server.call_timeout} s; OpenCode's own default is 300 s). The model "
-                "has no such rule: answer calls sooner or raise the timeout",
+                f"{timeout} s; OpenCode's own default is 300 s). The model has no such rule: "
+                "answer calls sooner or raise the timeout",
             )
 
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -947,7 +952,6 @@ class Adapter:
     def op_interrupt(self, req: dict[str, Any]) -> dict[str, Any]:
         oc = self.oc_session(_str(req, "session"))
         busy = oc in self.active() or any(c.oc_session == oc for c in self.provider.snapshot())
-        self.interrupted[oc] = time.monotonic()
         status, answer = self.http.call("POST", f"/api/session/{oc}/interrupt")
         if status not in (200, 204):
             raise self.http_error(status, answer, "POST interrupt")
