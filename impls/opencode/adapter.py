@@ -600,7 +600,11 @@ class Adapter:
         self.requests = 0
         # A call's context, read once right after it opened: what the model was
         # sent, whatever a later revert does to the messages it named.
-        self.contexts: dict[str, list[str]] = {}
+        self.contexts: dict[str, tuple[list[str], int]] = {}  # call -> (context, step)
+        # OpenCode session -> (the last user message seq its previous call
+        # carried, that call's step): a call carrying a later one follows a
+        # promotion, so it is step 1 (``_call_entry``).
+        self.runs: dict[str, tuple[int, int]] = {}
         # A group member's thread: its own HTTP connection, and no settling
         # of its own (the group settles once, when every member is done).
         self.member = threading.local()
@@ -631,12 +635,11 @@ class Adapter:
         """Start the server again on the same folder, after it died."""
         self.server.stop()
         self.contexts.clear()
+        self.runs.clear()
         with self.provider.lock:
             self.provider.hung_up.clear()  # the dead server's connections
         for held in self.provider.snapshot():  # the dead server's requests
             self.provider.drop(held.call, "the server died")
-        for oc in self.ids.sessions.values():
-            self.provider.reset_steps(oc)
         self.server.start(float(os.environ.get("INBOXSIM_OPENCODE_START_TIMEOUT", "60")))
 
     # --- helpers ---------------------------------------------------------------
@@ -697,7 +700,7 @@ class Adapter:
             state = (frozenset(active), frozenset(held), tuple(watched.items()))
             if not running and not waking and state == previous:
                 for oc in watch - active - held:
-                    self.provider.reset_steps(oc)
+                    self.runs.pop(oc, None)  # idle: its next call starts a run
                 for call in self.provider.snapshot():
                     self._call_entry(call)  # fix its context now
                 return
@@ -974,37 +977,53 @@ class Adapter:
         return {"calls": [self._call_entry(c) for c in held]}
 
     def _call_entry(self, held: Any) -> dict[str, Any]:
-        context = self.contexts.get(held.call)
-        if context is None:
+        """The protocol's view of a held call, fixed the first time it is
+        asked for (at the settle after it opened): its context, the user
+        messages it carries aligned in order with the session's promoted
+        ones (by text; positional, so duplicates are fine), and its step: 1
+        when it carries a message promoted after everything its session's
+        previous call carried (a later ``session_message`` seq), else the
+        previous step + 1. By seq, not by text: after a committed revert a
+        new message can repeat a truncated one's text (seed 116 of the
+        concurrent run took such a promotion for a next step)."""
+        known = self.contexts.get(held.call)
+        if known is None:
             transcript = self._user_messages(held.oc_session)
-            context, i = [], 0
+            context, i, last = [], 0, -1
             for text in held.user_texts:
                 j = i
                 while j < len(transcript) and transcript[j][1] != text:
                     j += 1
                 if j < len(transcript):
                     context.append(transcript[j][0])
+                    last = max(last, transcript[j][2])
                     i = j + 1
                 else:
                     context.append(f"unmapped:{text}")
-            self.contexts[held.call] = context
+            previous = self.runs.get(held.oc_session)
+            step = 1 if previous is None or last > previous[0] else previous[1] + 1
+            self.runs[held.oc_session] = (max(last, previous[0] if previous else -1), step)
+            known = self.contexts[held.call] = (context, step)
+        context, step = known
         return {
             "call": held.call,
             "session": self.ids.session_of.get(held.oc_session, held.oc_session),
             "kind": "step",
-            "step": held.step,
-            "final": held.step >= self.ids.step_limit,
+            "step": step,
+            "final": step >= self.ids.step_limit,
             "context": context,
         }
 
-    def _user_messages(self, oc: str) -> list[tuple[str, str]]:
+    def _user_messages(self, oc: str) -> list[tuple[str, str, int]]:
         with contextlib.closing(self.server.db()) as db:
             rows = db.execute(
-                "SELECT id, data FROM session_message WHERE session_id = ? AND type = 'user' "
+                "SELECT id, data, seq FROM session_message WHERE session_id = ? AND type = 'user' "
                 "ORDER BY seq",
                 (oc,),
             ).fetchall()
-        return [(self.ids.input_of.get(i, i), json.loads(d).get("text", "")) for i, d in rows]
+        return [
+            (self.ids.input_of.get(i, i), json.loads(d).get("text", ""), int(q)) for i, d, q in rows
+        ]
 
     def op_answer(self, req: dict[str, Any]) -> dict[str, Any]:
         call, finish = _str(req, "call"), _str(req, "finish")
@@ -1013,7 +1032,7 @@ class Adapter:
         held = next((c for c in self.provider.snapshot() if c.call == call), None)
         if held is None:
             raise Refused("invalid_request", f"call {call!r} is not open")
-        if finish == "tool" and held.step >= self.ids.step_limit:
+        if finish == "tool" and self._call_entry(held)["final"]:
             finish = "stop"  # protocol: on the final step, tool counts as stop
         self.provider.answer(call, finish)
         self.settle({held.oc_session})

@@ -7,12 +7,9 @@ network namespace as the OpenCode server), one thread per connection
 (``ThreadingHTTPServer``).
 
 - A request becomes a :class:`HeldCall`: the OpenCode session it belongs to
-  (OpenCode sends it in the ``x-session-id`` header), the texts of the user
-  messages it carries, in order, and the step it is within the current run of
-  steps (1 when the request carries a user message the session's previous
-  request did not, that is after a boundary promoted input; else the previous
-  step + 1; counted as a multiset, so a revert that removed messages between
-  two requests is no promotion).
+  (OpenCode sends it in the ``x-session-id`` header) and the texts of the
+  user messages it carries, in order (the adapter aligns them with the
+  session's messages and numbers the steps).
 - The handler thread waits until the adapter settles the call, and then
   answers: ``stop`` streams one short text and ``finish_reason: "stop"``;
   ``tool`` streams one harmless ``glob`` tool call (for a file the adapter
@@ -37,7 +34,6 @@ import select
 import socket
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -60,7 +56,6 @@ class HeldCall:
     oc_session: str
     user_texts: list[str]
     roles: list[str]
-    step: int
     opened: int  # opening order, for "oldest first"
     finish: str | None = None  # set by the adapter: stop, tool or error
     gone: bool = False  # OpenCode closed the connection before an answer
@@ -90,8 +85,6 @@ class Provider:
         self.lock = threading.Condition()
         self.open: dict[str, HeldCall] = {}  # call id -> call, while unanswered
         self._opened = 0
-        # session -> (the user texts of its previous request, its step)
-        self._tracker: dict[str, tuple[Counter[str], int]] = {}
         self.requests = 0  # every model request seen (for the figures)
         self.stray: list[str] = []  # requests that were not chat completions
         # Calls OpenCode hung up on before an answer (an interrupt does, and
@@ -239,20 +232,16 @@ class Provider:
             for m in messages
             if isinstance(m, dict) and m.get("role") == "user"
         ]
-        seen = Counter(users)
         with self.lock:
             self.requests += 1
-            previous = self._tracker.get(oc_session)
-            step = 1 if previous is None or seen - previous[0] else previous[1] + 1
-            self._tracker[oc_session] = (seen, step)
             self._opened += 1
-            held = HeldCall(self._new_call_id(), oc_session, users, roles, step, self._opened)
+            held = HeldCall(self._new_call_id(), oc_session, users, roles, self._opened)
             if self._closing:
                 held.gone = True
                 return held
             self.open[held.call] = held
             self.lock.notify_all()
-        self._log(f"model call {held.call} opened: session {oc_session} step {step} roles {roles}")
+        self._log(f"model call {held.call} opened: session {oc_session} roles {roles}")
         return held
 
     def _wait(self, held: HeldCall, sock: socket.socket) -> None:
@@ -292,11 +281,6 @@ class Provider:
     def snapshot(self) -> list[HeldCall]:
         with self.lock:
             return sorted(self.open.values(), key=lambda c: c.opened)
-
-    def reset_steps(self, oc_session: str) -> None:
-        """The session went idle: its next request starts a new run of steps."""
-        with self.lock:
-            self._tracker.pop(oc_session, None)
 
     def wait_change(self, timeout: float) -> None:
         with self.lock:
