@@ -29,10 +29,10 @@ Workloads (``--workload``, each at every group size of ``--sizes``):
   next read fails) is counted as ``late`` and the server starts afresh.
 
 Every ``--per-server`` tries the server (and the driver, whose observation
-reads every session it knows) starts afresh. Keep that under five minutes
-of tries: OpenCode 1.18.33 fails every held model call ("HTTP transport
-failed") once the oldest has been held about 300 s, which the model does
-not know (``docs/opencode.md``). Writes a JSON summary
+reads every session it knows) starts afresh. Keep that under the adapter's
+``INBOXSIM_OPENCODE_CALL_TIMEOUT`` (an hour): OpenCode 1.18.33 fails a model
+call held that long ("HTTP transport failed"; 300 s by its own default),
+which the model does not know (``docs/opencode.md``). Writes a JSON summary
 (``--out``) with every failing group's explanation, and prints a table.
 
     python benchmarks/opencode_groups.py --tries 40 --sizes 2,3,4 --out oc-groups.json

@@ -325,7 +325,7 @@ def test_opencode_midstream_interrupt_and_kill(
 
 
 # A few library scenarios (send, steer, queue, retry, conflict, interrupt,
-# allowance, OpenCode's revert) and two seeds with kills: a short conformance
+# allowance, OpenCode's revert, files mapped to URIs) and two seeds with kills: a short conformance
 # run, as CI runs it (steer-batch-101, 40 s here, runs in the full report).
 CI_SCENARIOS = [
     "seed-send",
@@ -334,6 +334,7 @@ CI_SCENARIOS = [
     "seed-retry",
     "idle-interrupt-noop",
     "revert-keeps-boundary-g2",
+    "files-retry-identity",
 ]
 
 
@@ -362,6 +363,44 @@ def test_conformance_run_against_opencode(
     assert {verdicts[("scenario", n)] for n in CI_SCENARIOS} == {"held"}, text
     assert ("feature", "revert") not in verdicts, text
     no_processes_left(work)
+
+
+def test_opencode_gives_up_on_a_held_call_after_its_idle_timeout(
+    opencode_ready: None,
+    env_require_netns: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """OpenCode's ~300 s give-up on a held call, in seconds: with
+    ``INBOXSIM_OPENCODE_CALL_TIMEOUT=2`` (Bun's HTTP idle timeout) the server
+    fails the step ("HTTP transport failed") with the call unanswered, and
+    the adapter's next request says so instead of letting the call vanish."""
+    monkeypatch.setenv("INBOXSIM_OPENCODE_CALL_TIMEOUT", "2")
+    data = tmp_path / "data"
+    target = AdapterTarget(adapter_command(), data, STEP_LIMIT, timeout=RECOMMENDED_TIMEOUT)
+    try:
+        for op in (Hello(0, step_limit=STEP_LIMIT), Create(1, session="s1")):
+            assert isinstance(target.request(op)[0], Ok)
+        reply, observed = target.request(Prompt(2, session="s1", input="m1", text="hold me"))
+        assert isinstance(reply, Ok) and observed.calls, observed
+        deadline = time.monotonic() + RECOMMENDED_TIMEOUT
+        while True:  # Bun checks idle sockets every few seconds: 2 s is 10-15 s
+            time.sleep(1)
+            reply, _ = target.request(Log(3, session="s1"))
+            if isinstance(reply, Err) or time.monotonic() > deadline:
+                break
+        assert isinstance(reply, Err) and reply.code == "internal", reply
+        assert "gave up on model call call-1 of session 's1'" in reply.message
+        reply, observed = target.request(Log(4, session="s1"))
+        assert isinstance(reply, Ok) and not observed.calls
+        steps = [(e["type"], e["data"]) for e in reply.result["events"] if "step" in e["type"]]
+        assert steps == [
+            ("step_started", {}),
+            ("step_failed", {"error": "HTTP transport failed"}),
+        ]
+    finally:
+        target.close()
+        no_processes_left(data)
 
 
 def test_no_process_left_after_a_failure(

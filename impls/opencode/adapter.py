@@ -67,6 +67,7 @@ import time
 from bisect import bisect_right
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from events import EVENT_MAP
@@ -219,6 +220,26 @@ def stream_mode() -> str:
     return mode
 
 
+def call_timeout() -> int:
+    """Seconds OpenCode lets a model call sit idle (no byte back) before it
+    gives up on it: ``BUN_CONFIG_HTTP_IDLE_TIMEOUT`` of the server, Bun's
+    fetch idle timeout, which the V2 model client (no ``timeout: false`` on
+    its fetch, unlike the AI SDK path) inherits; Bun's default is 300 s, and
+    the provider's ``timeout``/``headerTimeout``/``chunkTimeout`` options do
+    not reach it (docs/opencode.md, "Held calls and OpenCode's give-up")."""
+    raw = os.environ.get("INBOXSIM_OPENCODE_CALL_TIMEOUT", "3600")
+    if not raw.isdigit() or int(raw) < 1:
+        raise Fatal(
+            f"INBOXSIM_OPENCODE_CALL_TIMEOUT={raw!r}: expected whole seconds >= 1", EXIT_USAGE
+        )
+    return int(raw)
+
+
+# A hang-up of a call held at least this share of ``call_timeout`` is the
+# idle timeout's (seen: 5 s gave up at 14 s, 20 at 25, 300 at ~300).
+IDLE_SWEEP_MARGIN = 0.9
+
+
 def netns_mode() -> str:
     mode = os.environ.get("INBOXSIM_OPENCODE_NETNS", "auto")
     if mode not in ("auto", "require", "off"):
@@ -293,6 +314,16 @@ class Ids:
             self.input_of[oc] = harness
             self.save()
             return oc
+
+    def admitted_in(self, harness: str, session: str) -> None:
+        """OpenCode admitted input ``harness`` in ``session``: a committed
+        revert frees an ID for any session (g2's ``ended_ids``), so the
+        session an ID was first sent to need not be the one that holds it."""
+        with self.lock:
+            known = self.inputs.get(harness)
+            if known is not None and known["session"] != session:
+                known["session"] = session
+                self.save()
 
     def fresh_input(self) -> str:
         with self.lock:
@@ -432,6 +463,7 @@ class Server:
         self.http: Http | None = None
         self.db_path = data / "xdg" / "data" / "opencode" / "opencode.db"
         self.start_seconds = 0.0
+        self.call_timeout = call_timeout()
 
     def env(self) -> dict[str, str]:
         d = self.data
@@ -444,6 +476,7 @@ class Server:
             "XDG_STATE_HOME": str(d / "xdg" / "state"),
             "TMPDIR": str(d / "tmp"),
             "LANG": "C.UTF-8",
+            "BUN_CONFIG_HTTP_IDLE_TIMEOUT": str(self.call_timeout),
             **DISABLE_VARS,
         }
         return env
@@ -562,11 +595,16 @@ class Adapter:
         self.clock = Clock(data / "clock.log")
         self.provider = Provider(self._new_call_id, say, midstream=stream_mode() == "midstream")
         self.server = Server(binary, data, self.provider.port)
+        self.project = data / "project"  # the served folder: file paths are in it
         self.settle_timeout = float(os.environ.get("INBOXSIM_OPENCODE_SETTLE_TIMEOUT", "8"))
         self.requests = 0
         # A call's context, read once right after it opened: what the model was
         # sent, whatever a later revert does to the messages it named.
-        self.contexts: dict[str, list[str]] = {}
+        self.contexts: dict[str, tuple[list[str], int]] = {}  # call -> (context, step)
+        # OpenCode session -> (the last user message seq its previous call
+        # carried, that call's step): a call carrying a later one follows a
+        # promotion, so it is step 1 (``_call_entry``).
+        self.runs: dict[str, tuple[int, int]] = {}
         # A group member's thread: its own HTTP connection, and no settling
         # of its own (the group settles once, when every member is done).
         self.member = threading.local()
@@ -597,10 +635,11 @@ class Adapter:
         """Start the server again on the same folder, after it died."""
         self.server.stop()
         self.contexts.clear()
+        self.runs.clear()
+        with self.provider.lock:
+            self.provider.hung_up.clear()  # the dead server's connections
         for held in self.provider.snapshot():  # the dead server's requests
             self.provider.drop(held.call, "the server died")
-        for oc in self.ids.sessions.values():
-            self.provider.reset_steps(oc)
         self.server.start(float(os.environ.get("INBOXSIM_OPENCODE_START_TIMEOUT", "60")))
 
     # --- helpers ---------------------------------------------------------------
@@ -661,7 +700,7 @@ class Adapter:
             state = (frozenset(active), frozenset(held), tuple(watched.items()))
             if not running and not waking and state == previous:
                 for oc in watch - active - held:
-                    self.provider.reset_steps(oc)
+                    self.runs.pop(oc, None)  # idle: its next call starts a run
                 for call in self.provider.snapshot():
                     self._call_entry(call)  # fix its context now
                 return
@@ -700,7 +739,36 @@ class Adapter:
 
     # --- operations ------------------------------------------------------------
 
+    def check_hung_up(self) -> None:
+        """Fail (``internal``, before the request does anything) if OpenCode
+        gave up on a held call after its HTTP client's idle timeout
+        (``call_timeout``) since the last request: a hang-up of a call held
+        that long, which nothing but that timeout makes (an interrupt, or a
+        call OpenCode aborts as its turn ends, hangs up at once and is left
+        to lockstep: the call leaves the open set). The model has no wall
+        clock and no such rule (its calls wait for the harness's answer), so
+        lockstep cannot go on; the message says what happened instead of
+        leaving a vanished call to be found as a divergence."""
+        with self.provider.lock:
+            hung = list(self.provider.hung_up)
+            self.provider.hung_up.clear()
+        timeout = self.server.call_timeout
+        # Bun sweeps idle sockets now and then: never before the timeout.
+        own = [h for h in hung if h[1] >= IDLE_SWEEP_MARGIN * timeout]
+        if own:
+            held, seconds, why = own[0]
+            session = self.ids.session_of.get(held.oc_session, held.oc_session)
+            raise Refused(
+                "internal",
+                f"OpenCode gave up on model call {held.call} of session {session!r} after "
+                f"{seconds:.0f} s held without an answer ({why}): its HTTP client's idle "
+                f"timeout (BUN_CONFIG_HTTP_IDLE_TIMEOUT = INBOXSIM_OPENCODE_CALL_TIMEOUT = "
+                f"{timeout} s; OpenCode's own default is 300 s). The model has no such rule: "
+                "answer calls sooner or raise the timeout",
+            )
+
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        self.check_hung_up()
         handler = self.handler(req)
         if req["op"] not in ("log", "messages", "pending", "calls"):
             self.clock.tick(req["now"])
@@ -847,9 +915,10 @@ class Adapter:
             )
         text = _str(req, "text")
         prompt: dict[str, Any] = {"text": text}
-        for key in ("files", "agents"):
-            if req.get(key):
-                prompt[key] = req[key]
+        if req.get("files"):
+            prompt["files"] = [file_to_opencode(f, self.project) for f in req["files"]]
+        if req.get("agents"):
+            prompt["agents"] = req["agents"]
         given = req.get("input")
         input_id = self.ids.fresh_input() if given is None else _str(req, "input")
         msg = self.ids.input(input_id, harness)
@@ -862,13 +931,14 @@ class Adapter:
         if status != 200:
             raise self.http_error(status, answer, "POST prompt")
         data = answer["data"]
+        self.ids.admitted_in(input_id, harness)
         receipt = {
             "input": self.ids.input_of.get(data["id"], data["id"]),
             "session": self.ids.session_of.get(data["sessionID"], data["sessionID"]),
             "type": "user",
             "data": {
                 "text": data["prompt"].get("text"),
-                "files": data["prompt"].get("files") or [],
+                "files": self.files_of(data["prompt"]),
                 "agents": data["prompt"].get("agents") or [],
                 "metadata": {},
             },
@@ -878,6 +948,9 @@ class Adapter:
         }
         self.settle({oc}, wake=oc if req.get("resume") is not False else None)
         return receipt
+
+    def files_of(self, prompt: dict[str, Any]) -> list[dict[str, Any]]:
+        return [file_from_opencode(f, self.project) for f in prompt.get("files") or []]
 
     def op_interrupt(self, req: dict[str, Any]) -> dict[str, Any]:
         oc = self.oc_session(_str(req, "session"))
@@ -904,37 +977,53 @@ class Adapter:
         return {"calls": [self._call_entry(c) for c in held]}
 
     def _call_entry(self, held: Any) -> dict[str, Any]:
-        context = self.contexts.get(held.call)
-        if context is None:
+        """The protocol's view of a held call, fixed the first time it is
+        asked for (at the settle after it opened): its context, the user
+        messages it carries aligned in order with the session's promoted
+        ones (by text; positional, so duplicates are fine), and its step: 1
+        when it carries a message promoted after everything its session's
+        previous call carried (a later ``session_message`` seq), else the
+        previous step + 1. By seq, not by text: after a committed revert a
+        new message can repeat a truncated one's text (seed 116 of the
+        concurrent run took such a promotion for a next step)."""
+        known = self.contexts.get(held.call)
+        if known is None:
             transcript = self._user_messages(held.oc_session)
-            context, i = [], 0
+            context, i, last = [], 0, -1
             for text in held.user_texts:
                 j = i
                 while j < len(transcript) and transcript[j][1] != text:
                     j += 1
                 if j < len(transcript):
                     context.append(transcript[j][0])
+                    last = max(last, transcript[j][2])
                     i = j + 1
                 else:
                     context.append(f"unmapped:{text}")
-            self.contexts[held.call] = context
+            previous = self.runs.get(held.oc_session)
+            step = 1 if previous is None or last > previous[0] else previous[1] + 1
+            self.runs[held.oc_session] = (max(last, previous[0] if previous else -1), step)
+            known = self.contexts[held.call] = (context, step)
+        context, step = known
         return {
             "call": held.call,
             "session": self.ids.session_of.get(held.oc_session, held.oc_session),
             "kind": "step",
-            "step": held.step,
-            "final": held.step >= self.ids.step_limit,
+            "step": step,
+            "final": step >= self.ids.step_limit,
             "context": context,
         }
 
-    def _user_messages(self, oc: str) -> list[tuple[str, str]]:
+    def _user_messages(self, oc: str) -> list[tuple[str, str, int]]:
         with contextlib.closing(self.server.db()) as db:
             rows = db.execute(
-                "SELECT id, data FROM session_message WHERE session_id = ? AND type = 'user' "
+                "SELECT id, data, seq FROM session_message WHERE session_id = ? AND type = 'user' "
                 "ORDER BY seq",
                 (oc,),
             ).fetchall()
-        return [(self.ids.input_of.get(i, i), json.loads(d).get("text", "")) for i, d in rows]
+        return [
+            (self.ids.input_of.get(i, i), json.loads(d).get("text", ""), int(q)) for i, d, q in rows
+        ]
 
     def op_answer(self, req: dict[str, Any]) -> dict[str, Any]:
         call, finish = _str(req, "call"), _str(req, "finish")
@@ -943,7 +1032,7 @@ class Adapter:
         held = next((c for c in self.provider.snapshot() if c.call == call), None)
         if held is None:
             raise Refused("invalid_request", f"call {call!r} is not open")
-        if finish == "tool" and held.step >= self.ids.step_limit:
+        if finish == "tool" and self._call_entry(held)["final"]:
             finish = "stop"  # protocol: on the final step, tool counts as stop
         self.provider.answer(call, finish)
         self.settle({held.oc_session})
@@ -1040,7 +1129,7 @@ class Adapter:
                 "delivery": data.get("delivery"),
                 "data": {
                     "text": prompt.get("text"),
-                    "files": prompt.get("files") or [],
+                    "files": self.files_of(prompt),
                     "agents": prompt.get("agents") or [],
                     "metadata": {},
                 },
@@ -1123,6 +1212,60 @@ def _error_text(data: dict[str, Any]) -> str:
     if isinstance(err, dict):
         return str(err.get("message") or err.get("name") or "")
     return str(err or data.get("message") or "")
+
+
+# --- files -------------------------------------------------------------------
+
+# A protocol file is opaque JSON; the adapter maps the shape a scenario uses,
+# ``{path, mime?, name?, description?}``, onto 1.18.33's file part
+# ``{uri, name?, description?}`` (``uri`` required; 400 without it). Probed
+# on the real server (docs/opencode.md, "Files"): it takes any string as the
+# URI and keeps it verbatim, reads no file at admission, and sets its own
+# ``mime`` from the extension (``.ts`` is ``video/mp2t``), ignoring a given
+# one. So ``path`` becomes a ``file://`` URI in the served project folder, the
+# protocol's ``mime`` rides in its query (which OpenCode's own MIME guess
+# ignores), and a receipt or an admitted event maps the recorded URI back:
+# the file round-trips through OpenCode's record, and OpenCode's retry
+# identity (which compares the recorded part) judges all of it.
+FILE_KEYS = ("path", "mime", "name", "description")
+
+
+def file_to_opencode(part: Any, project: Path) -> dict[str, str]:
+    """A protocol file as 1.18.33's file part (``unsupported`` if not mappable)."""
+    if (
+        not isinstance(part, dict)
+        or not part.get("path")
+        or set(part) - set(FILE_KEYS)
+        or not all(isinstance(v, str) for v in part.values())
+    ):
+        raise Refused(
+            "unsupported",
+            f"the OpenCode adapter maps files of the shape {{path, mime?, name?, description?}}"
+            f" (strings) onto 1.18.33's {{uri, name?, description?}}, not {part!r}",
+        )
+    uri = (project / part["path"]).as_uri()
+    if "mime" in part:
+        uri += "?" + urlencode({"mime": part["mime"]})
+    out = {"uri": uri}
+    out.update((k, part[k]) for k in ("name", "description") if k in part)
+    return out
+
+
+def file_from_opencode(part: dict[str, Any], project: Path) -> dict[str, Any]:
+    """The protocol file a recorded OpenCode file part stands for (a part the
+    adapter did not write, as OpenCode recorded it)."""
+    split = urlsplit(str(part.get("uri", "")))
+    if split.scheme != "file":
+        return dict(part)
+    path = Path(unquote(split.path))
+    out: dict[str, Any] = {
+        "path": str(path.relative_to(project)) if path.is_relative_to(project) else str(path)
+    }
+    mime = parse_qs(split.query).get("mime")
+    if mime:
+        out["mime"] = mime[0]
+    out.update((k, part[k]) for k in ("name", "description") if k in part)
+    return out
 
 
 # --- main ----------------------------------------------------------------------

@@ -7,12 +7,9 @@ network namespace as the OpenCode server), one thread per connection
 (``ThreadingHTTPServer``).
 
 - A request becomes a :class:`HeldCall`: the OpenCode session it belongs to
-  (OpenCode sends it in the ``x-session-id`` header), the texts of the user
-  messages it carries, in order, and the step it is within the current run of
-  steps (1 when the request carries a user message the session's previous
-  request did not, that is after a boundary promoted input; else the previous
-  step + 1; counted as a multiset, so a revert that removed messages between
-  two requests is no promotion).
+  (OpenCode sends it in the ``x-session-id`` header) and the texts of the
+  user messages it carries, in order (the adapter aligns them with the
+  session's messages and numbers the steps).
 - The handler thread waits until the adapter settles the call, and then
   answers: ``stop`` streams one short text and ``finish_reason: "stop"``;
   ``tool`` streams one harmless ``glob`` tool call (for a file the adapter
@@ -20,8 +17,9 @@ network namespace as the OpenCode server), one thread per connection
   that OpenCode runs the tool and makes the next request; ``error`` answers
   HTTP 400 (not retried by the AI SDK, so the step fails at once).
 - While it waits, the handler watches its socket: when OpenCode gives up on
-  the request (an interrupt aborts the fetch), the call is dropped from the
-  open set at once.
+  the request (an interrupt aborts the fetch; so does its HTTP client's idle
+  timeout), the call is dropped from the open set at once and listed in
+  ``hung_up`` for the adapter to judge.
 - ``midstream=True`` (the adapter's ``INBOXSIM_OPENCODE_STREAM=midstream``):
   the answer begins at once, before the harness answers (the response head, a
   role frame and a first text delta), and the rest waits for the answer; so an
@@ -36,7 +34,6 @@ import select
 import socket
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -59,10 +56,10 @@ class HeldCall:
     oc_session: str
     user_texts: list[str]
     roles: list[str]
-    step: int
     opened: int  # opening order, for "oldest first"
     finish: str | None = None  # set by the adapter: stop, tool or error
     gone: bool = False  # OpenCode closed the connection before an answer
+    opened_at: float = field(default_factory=time.monotonic)
     released: threading.Event = field(default_factory=threading.Event)
 
 
@@ -88,10 +85,11 @@ class Provider:
         self.lock = threading.Condition()
         self.open: dict[str, HeldCall] = {}  # call id -> call, while unanswered
         self._opened = 0
-        # session -> (the user texts of its previous request, its step)
-        self._tracker: dict[str, tuple[Counter[str], int]] = {}
         self.requests = 0  # every model request seen (for the figures)
         self.stray: list[str] = []  # requests that were not chat completions
+        # Calls OpenCode hung up on before an answer (an interrupt does, and
+        # so does its HTTP client's idle timeout): (call, seconds held, why).
+        self.hung_up: list[tuple[HeldCall, float, str]] = []
         self._closing = False
         provider = self
 
@@ -234,20 +232,16 @@ class Provider:
             for m in messages
             if isinstance(m, dict) and m.get("role") == "user"
         ]
-        seen = Counter(users)
         with self.lock:
             self.requests += 1
-            previous = self._tracker.get(oc_session)
-            step = 1 if previous is None or seen - previous[0] else previous[1] + 1
-            self._tracker[oc_session] = (seen, step)
             self._opened += 1
-            held = HeldCall(self._new_call_id(), oc_session, users, roles, step, self._opened)
+            held = HeldCall(self._new_call_id(), oc_session, users, roles, self._opened)
             if self._closing:
                 held.gone = True
                 return held
             self.open[held.call] = held
             self.lock.notify_all()
-        self._log(f"model call {held.call} opened: session {oc_session} step {step} roles {roles}")
+        self._log(f"model call {held.call} opened: session {oc_session} roles {roles}")
         return held
 
     def _wait(self, held: HeldCall, sock: socket.socket) -> None:
@@ -256,17 +250,19 @@ class Provider:
             try:
                 readable, _, _ = select.select([sock], [], [], 0)
                 if readable and sock.recv(1, socket.MSG_PEEK) == b"":
-                    self.drop(held.call, "OpenCode closed the request")
+                    self.drop(held.call, "OpenCode closed the request", hung_up=True)
                     return
             except (OSError, ValueError):
-                self.drop(held.call, "the connection failed")
+                self.drop(held.call, "the connection failed", hung_up=True)
                 return
 
-    def drop(self, call: str, why: str) -> None:
+    def drop(self, call: str, why: str, hung_up: bool = False) -> None:
         with self.lock:
             held = self.open.pop(call, None)
             if held is None:
                 return
+            if hung_up:
+                self.hung_up.append((held, time.monotonic() - held.opened_at, why))
             held.gone = True
             held.released.set()
             self.lock.notify_all()
@@ -285,11 +281,6 @@ class Provider:
     def snapshot(self) -> list[HeldCall]:
         with self.lock:
             return sorted(self.open.values(), key=lambda c: c.opened)
-
-    def reset_steps(self, oc_session: str) -> None:
-        """The session went idle: its next request starts a new run of steps."""
-        with self.lock:
-            self._tracker.pop(oc_session, None)
 
     def wait_change(self, timeout: float) -> None:
         with self.lock:
