@@ -44,9 +44,11 @@ from ..invariants.monitor import Monitor
 from ..invariants.registry import REGISTRY
 from ..model.policy import PRESETS, Policy
 from ..policy_file import load_policy
+from ..reports import explore as shown
 from ..reports.plots import PALETTE, new_figure, png_bytes, run_detail, swimlane_png
 from ..search import explore as ex
 from ..search.shrink import shrink_alone
+from ..search.world import exhaustive_claim
 from ..sim.executor import run_tasks
 from ..sim.run import RunOptions, run_seed
 from ..trace.record import Step, step_wire
@@ -269,17 +271,17 @@ def _explore_one(policy: Policy, sessions: int, depth: int, only: str | None) ->
         "transitions": result.transitions,
         "complete": result.complete,
         "seconds": round(result.seconds, 2),
-        "claim": ex.exhaustive_claim(sessions, depth),
-        "violations": [ex.violation_wire(v) for v in result.violations],
+        "claim": exhaustive_claim(sessions, depth),
+        "violations": [shown.violation_wire(v) for v in result.violations],
     }
     if result.violations:
-        text, fmt = ex.render_counterexample(result, policy, expect=True)
+        text, fmt = shown.render_counterexample(result, policy, expect=True)
         doc["operations"] = result.operations
         doc["depth_found"] = result.depth_reached
         doc["scenario"] = text
         doc["scenario_format"] = fmt
         doc["steps"] = [
-            f"[{s.index}] {s.decision} -> {ex._reply_text(s)}"
+            f"[{s.index}] {s.decision} -> {shown.reply_text(s)}"
             for s in result.trace
             if s.decision != "hello" and not s.decision.startswith("create(")
         ]

@@ -26,11 +26,11 @@ import pytest
 
 from inboxsim.invariants import Monitor
 from inboxsim.model import PRESETS
-from inboxsim.search import explore as ex
+from inboxsim.search import coarse_keys, world
 from inboxsim.search.canon import merge_key
 from inboxsim.sim.run import RunOptions, run_seed
 
-STEP_LIMIT = ex.DEFAULT_STEP_LIMIT
+STEP_LIMIT = world.DEFAULT_STEP_LIMIT
 MEMBERS = 4
 
 
@@ -38,9 +38,9 @@ def every_path(policy_name: str, sessions: int, depth: int) -> list[tuple[Any, b
     """Every path of at most ``depth`` operations (no merging; an error reply
     is no new path): its state, its pickled monitor and its trace length."""
     policy = PRESETS[policy_name]
-    names = ex.session_names(sessions)
-    state, prefix, hello = ex._prefix(policy, names, STEP_LIMIT)
-    enabled = ex.enabled_families(ex.FULL, hello.get("features", ()))
+    names = world.session_names(sessions)
+    state, prefix, hello = world.start(policy, names, STEP_LIMIT)
+    enabled = world.enabled_families(world.FULL, hello.get("features", ()))
     monitor = Monitor(policy, hello)
     for step in prefix:
         monitor.feed(step)
@@ -49,7 +49,7 @@ def every_path(policy_name: str, sessions: int, depth: int) -> list[tuple[Any, b
     for now in range(1, depth + 1):
         nxt = []
         for source, blob, length in level:
-            for t in ex.transitions(source, names, now, STEP_LIMIT, enabled, length):
+            for t in world.transitions(source, names, now, STEP_LIMIT, enabled, length):
                 if t.state is source:
                     continue  # an error reply: the same state
                 child = pickle.loads(blob)
@@ -64,10 +64,10 @@ def every_path(policy_name: str, sessions: int, depth: int) -> list[tuple[Any, b
 def _future(sessions: int, state: Any, blob: bytes, length: int, now: int) -> Counter[Any]:
     """One path's one-step futures: (transition verdicts, end-of-run
     verdicts, child key), as a multiset."""
-    names = ex.session_names(sessions)
-    enabled = ex.enabled_families(ex.FULL, pickle.loads(blob).tracker.features)
+    names = world.session_names(sessions)
+    enabled = world.enabled_families(world.FULL, pickle.loads(blob).tracker.features)
     out: Counter[Any] = Counter()
-    for t in ex.transitions(state, names, now, STEP_LIMIT, enabled, length):
+    for t in world.transitions(state, names, now, STEP_LIMIT, enabled, length):
         child = pickle.loads(blob)
         found = frozenset(v.invariant for step in t.steps for v in child.feed(step))
         end = frozenset(v.invariant for v in pickle.loads(pickle.dumps(child)).finish(False))
@@ -103,14 +103,14 @@ def _follow(sessions: int, labels: list[str]) -> tuple[Any, Any]:
     """The state and monitor after the alphabet's actions with these labels
     (a failpoint variant's label ends in ``@point``), under g4."""
     policy = PRESETS["g4"]
-    names = ex.session_names(sessions)
-    state, prefix, hello = ex._prefix(policy, names, STEP_LIMIT)
-    enabled = ex.enabled_families(ex.FULL, hello.get("features", ()))
+    names = world.session_names(sessions)
+    state, prefix, hello = world.start(policy, names, STEP_LIMIT)
+    enabled = world.enabled_families(world.FULL, hello.get("features", ()))
     monitor, length = Monitor(policy, hello), len(prefix)
     for step in prefix:
         monitor.feed(step)
     for now, label in enumerate(labels, start=1):
-        moves = ex.transitions(state, names, now, STEP_LIMIT, enabled, length)
+        moves = world.transitions(state, names, now, STEP_LIMIT, enabled, length)
         t = next(t for t in moves if t.action.label == label)
         for step in t.steps:
             monitor.feed(step)
@@ -124,7 +124,7 @@ def test_the_key_separates_what_the_monitor_tells_apart() -> None:
     model fold, so the fold alone would merge them; the key does not."""
     crashed = _follow(1, ["prompt(s1,s1.i1,queue)@mid_promotion"])
     interrupted = _follow(1, ["prompt(s1,s1.i1,queue)", "interrupt(s1)"])
-    assert ex.model_key(crashed[0]) == ex.model_key(interrupted[0])
+    assert coarse_keys.model_key(crashed[0]) == coarse_keys.model_key(interrupted[0])
     assert merge_key(*crashed) != merge_key(*interrupted)
 
 
@@ -135,7 +135,7 @@ def test_the_key_closes_the_gap_the_event_log_key_had() -> None:
     that later retries are judged against. The merge key tells them apart."""
     crashed = _follow(1, ["prompt(s1,s1.i1,queue)@mid_promotion"])
     retried = _follow(1, ["prompt(s1,s1.i1,queue)@mid_promotion", "retry(s1,s1.i1)"])
-    assert ex.state_key(crashed[0]) == ex.state_key(retried[0])
+    assert coarse_keys.state_key(crashed[0]) == coarse_keys.state_key(retried[0])
     assert crashed[1].tracker.lives["s1.i1"].receipt is None
     assert retried[1].tracker.lives["s1.i1"].receipt is not None
     assert merge_key(*crashed) != merge_key(*retried)
@@ -148,7 +148,7 @@ def test_interleavings_of_two_sessions_share_a_key() -> None:
     answers = ["answer(s1,stop)", "answer(s2,tool)"]
     one = _follow(2, opening + answers)
     other = _follow(2, opening + answers[::-1])
-    assert ex.state_key(one[0]) == ex.state_key(other[0])
+    assert coarse_keys.state_key(one[0]) == coarse_keys.state_key(other[0])
     assert merge_key(*one) == merge_key(*other)
 
 
