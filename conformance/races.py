@@ -53,7 +53,7 @@ from ..search.groups import GroupDriver
 from ..targets.adapter import AdapterTarget
 from ..targets.group import GroupReply
 from ..trace.record import Observed
-from .mutants import RACES, mutant_command
+from .catalogue import RACES, mutant_command
 
 Mode = Literal["paused", "free", "sequential"]
 MODES: tuple[Mode, ...] = ("paused", "free", "sequential")

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from inboxsim.conformance.mutants import mutant_command
+from inboxsim.conformance.catalogue import mutant_command
 from inboxsim.designs import study
 from inboxsim.invariants import Monitor
 from inboxsim.model import PRESETS, Policy
