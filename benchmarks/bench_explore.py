@@ -151,19 +151,24 @@ def main() -> int:
 
 
 # The measuring script both sides run (each under its own interpreter): the
-# same call, through the API both releases share; its last line is JSON.
+# same call, through the API both releases share (the search moved from sim/
+# to search/, its world beside it); its last line is JSON.
 SCRIPT = """
 import json, sys
 from inboxsim.invariants import Monitor
 from inboxsim.model import PRESETS
-from inboxsim.sim import explore as ex
+try:
+    from inboxsim.search import explore as ex, world
+except ImportError:
+    from inboxsim.sim import explore as ex
+    world = ex
 
 a = json.loads(sys.argv[1])
 def progress(level, states, transitions):
     print(f"  depth {level}: {states} states, {transitions} transitions", file=sys.stderr,
           flush=True)
-r = ex.explore(PRESETS[a["policy"]], Monitor, a["sessions"], a["depth"], ex.DEFAULT_STEP_LIMIT,
-               ex.parse_alphabet(a["alphabet"]), progress, jobs=a["jobs"], pool=a["pool"])
+r = ex.explore(PRESETS[a["policy"]], Monitor, a["sessions"], a["depth"], world.DEFAULT_STEP_LIMIT,
+               world.parse_alphabet(a["alphabet"]), progress, jobs=a["jobs"], pool=a["pool"])
 print(json.dumps({"states": r.states, "transitions": r.transitions, "seconds": r.seconds,
                   "per_depth": list(r.per_depth), "violations": len(r.violations),
                   "complete": r.complete, "slept": getattr(r, "slept", 0)}))
