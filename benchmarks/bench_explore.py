@@ -38,6 +38,7 @@ import time
 from typing import Any
 
 from inboxsim.model import PRESETS, Policy
+from inboxsim.search import coarse_keys, world
 from inboxsim.search import explore as ex
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -80,7 +81,7 @@ def main() -> int:
     parser.add_argument(
         "--model-states",
         action="store_true",
-        help="count distinct states by the model's fold alone (search/explore.py model_key: no "
+        help="count distinct states by the model's fold alone (search/coarse_keys.py model_key: no "
         "history, no monitor) at each depth: how far any state-merging reduction could go; "
         "a measurement, not an exhaustive check",
     )
@@ -96,7 +97,7 @@ def main() -> int:
     parser.add_argument(
         "--jobs", type=int, default=1, help="worker processes judging each level (explore --jobs)"
     )
-    parser.add_argument("--pool", type=int, default=ex.POOL, help="fresh input IDs per session")
+    parser.add_argument("--pool", type=int, default=world.POOL, help="fresh input IDs per session")
     baseline.add_arguments(parser)
     args = parser.parse_args()
     if args.model_states:
@@ -118,8 +119,8 @@ def main() -> int:
         monitor,
         args.sessions,
         args.depth,
-        ex.DEFAULT_STEP_LIMIT,
-        ex.parse_alphabet(args.alphabet),
+        world.DEFAULT_STEP_LIMIT,
+        world.parse_alphabet(args.alphabet),
         progress,
         merge=args.merge,
         jobs=args.jobs,
@@ -130,13 +131,13 @@ def main() -> int:
         f"policy {policy.name}, {args.sessions} sessions, depth {args.depth}, "
         f"pool {args.pool}, jobs {args.jobs}, checks: {checks}"
     )
-    print("alphabet: " + "; ".join(ex.describe(frozenset(result.alphabet))))
+    print("alphabet: " + "; ".join(world.describe(frozenset(result.alphabet))))
     if args.merge != "sound":
         key = "model_key (the fold)" if args.merge == "fold" else "state_key (the event logs)"
         print(f"merged by {key}, without the monitor: NOT exhaustive, paths with one key")
         print("but different monitor histories are judged along the shortest one only")
     else:
-        print(ex.exhaustive_claim(args.sessions, args.depth, args.pool))
+        print(world.exhaustive_claim(args.sessions, args.depth, args.pool))
     print(f"distinct states   {result.states}")
     print(f"transitions       {result.transitions}")
     print(f"depth reached     {result.depth_reached}{' (closed)' if result.complete else ''}")
@@ -150,19 +151,24 @@ def main() -> int:
 
 
 # The measuring script both sides run (each under its own interpreter): the
-# same call, through the API both releases share; its last line is JSON.
+# same call, through the API both releases share (the search moved from sim/
+# to search/, its world beside it); its last line is JSON.
 SCRIPT = """
 import json, sys
 from inboxsim.invariants import Monitor
 from inboxsim.model import PRESETS
-from inboxsim.sim import explore as ex
+try:
+    from inboxsim.search import explore as ex, world
+except ImportError:
+    from inboxsim.sim import explore as ex
+    world = ex
 
 a = json.loads(sys.argv[1])
 def progress(level, states, transitions):
     print(f"  depth {level}: {states} states, {transitions} transitions", file=sys.stderr,
           flush=True)
-r = ex.explore(PRESETS[a["policy"]], Monitor, a["sessions"], a["depth"], ex.DEFAULT_STEP_LIMIT,
-               ex.parse_alphabet(a["alphabet"]), progress, jobs=a["jobs"], pool=a["pool"])
+r = ex.explore(PRESETS[a["policy"]], Monitor, a["sessions"], a["depth"], world.DEFAULT_STEP_LIMIT,
+               world.parse_alphabet(a["alphabet"]), progress, jobs=a["jobs"], pool=a["pool"])
 print(json.dumps({"states": r.states, "transitions": r.transitions, "seconds": r.seconds,
                   "per_depth": list(r.per_depth), "violations": len(r.violations),
                   "complete": r.complete, "slept": getattr(r, "slept", 0)}))
@@ -214,12 +220,12 @@ def _side_by_side(args: argparse.Namespace) -> int:
 
 def _model_states(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    counts = ex.count_states(
+    counts = coarse_keys.count_states(
         PRESETS[args.policy],
         args.sessions,
         args.depth,
-        ex.model_key,
-        ex.parse_alphabet(args.alphabet),
+        coarse_keys.model_key,
+        world.parse_alphabet(args.alphabet),
     )
     seconds = time.perf_counter() - started
     print(f"policy {args.policy}, {args.sessions} sessions, depth {args.depth}, no checks")

@@ -3,13 +3,13 @@
 For each mutant of the SQLite inbox (``inboxsim mutants --list``), with the
 same wall-time budget for detection on both sides:
 
-* **seeded**: :func:`inboxsim.conformance.mutants.seeded_detection` -- seeds 0, 1, 2,
+* **seeded**: :func:`inboxsim.conformance.detection.seeded_detection` -- seeds 0, 1, 2,
   ... in lockstep with the g4 model through the adapter protocol, judged by
   the invariant checkers, until the first divergence or violation (no scenario
   library: both sides start from nothing but their generator); the failing
   seed is then shrunk through the adapter (``search/repro.py``, capped at
   ``--shrink-budget`` seconds);
-* **Hypothesis**: :func:`inboxsim.conformance.mutants.hypothesis_detection` -- the
+* **Hypothesis**: :func:`inboxsim.conformance.detection.hypothesis_detection` -- the
   :class:`inboxsim.search.stateful.InboxMachine` rules driving the same mutant
   through the same ``LockstepTarget`` with the same checkers, derandomized,
   then Hypothesis' own shrinking (capped at ``--shrink-budget`` seconds).
@@ -37,7 +37,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
-from inboxsim.conformance.mutants import MUTANTS, hypothesis_detection, seeded_detection
+from inboxsim.conformance.catalogue import MUTANTS
+from inboxsim.conformance.detection import hypothesis_detection, seeded_detection
 
 
 def one(name: str, budget: float, shrink_budget: float, ops: int) -> dict[str, Any]:

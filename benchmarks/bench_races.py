@@ -46,7 +46,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from inboxsim.conformance.mutants import RACES, check_mutant
+from inboxsim.conformance.catalogue import RACES
+from inboxsim.conformance.mutants import check_mutant
 from inboxsim.conformance.races import (
     SCENE_OF,
     SCENES,

@@ -23,6 +23,7 @@ import time
 from inboxsim.invariants import Monitor
 from inboxsim.model import PRESETS
 from inboxsim.search import explore as ex
+from inboxsim.search import world
 from tests.test_explore import BROKEN
 
 
@@ -30,7 +31,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=2)
     parser.add_argument("--depth", type=int, default=4, help="bound for the breaking presets")
-    parser.add_argument("--pool", type=int, default=ex.POOL)
+    parser.add_argument("--pool", type=int, default=world.POOL)
     parser.add_argument("--holds-depth", type=int, default=3, help="bound for g4 (holds)")
     args = parser.parse_args()
     print(f"load before: {os.getloadavg()[0]:.1f}", flush=True)

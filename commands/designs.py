@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..designs import study as ds
+from ..designs.report import report_files
 from ..errors import HarnessError
 from .output import echo, emit_json, progress, write_file
 
@@ -33,7 +34,7 @@ def designs(
     except OSError as exc:
         raise HarnessError(f"{failure}: {exc.strerror}") from None
     named = ("designs.html", "designs.md", "designs.json")
-    for name, data in ds.report_files(doc, figures).items():
+    for name, data in report_files(doc, figures).items():
         write_file(folder / name, data, failure)
     paths = [folder / name for name in named]
     if as_json:

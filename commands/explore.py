@@ -6,7 +6,9 @@ from __future__ import annotations
 from ..errors import ExitCode, HarnessError
 from ..invariants import REGISTRY
 from ..policy_file import load_policy
+from ..reports import explore as explored
 from ..search import explore as ex
+from ..search.world import parse_alphabet
 from ..sim import checkers
 from ..sim.console import ExploreProgress
 from .output import echo, emit_json, write_file
@@ -26,7 +28,7 @@ def explore(
     as_json: bool,
 ) -> int:
     try:
-        families = ex.parse_alphabet(alphabet)
+        families = parse_alphabet(alphabet)
     except ValueError as exc:
         raise HarnessError(f"--alphabet: {exc}") from None
     the_policy = load_policy(policy)
@@ -51,12 +53,12 @@ def explore(
         )
     written = None
     if result.violations:
-        text, fmt = ex.render_counterexample(result, the_policy)
+        text, fmt = explored.render_counterexample(result, the_policy)
         written = out or f"explore-{the_policy.name}.{fmt}"
         write_file(written, text, f"cannot write {written}")
     if as_json:
-        emit_json(ex.result_document(result, written))
+        emit_json(explored.result_document(result, written))
     else:
-        for line in ex.summary_lines(result, written):
+        for line in explored.summary_lines(result, written):
             echo(line)
     return int(ExitCode.TARGET_FAILED if result.violations else ExitCode.OK)

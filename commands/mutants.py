@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..conformance.catalogue import MUTANTS, Mutant
 from ..conformance.check import mutant_matrix
-from ..conformance.mutants import MUTANTS, Mutant, matrix_document, render_matrix, summary_line
+from ..conformance.matrix import matrix_document, render_matrix, summary_line
 from ..errors import HarnessError
 from ..procs.scratch import write_atomic
 from ..store.mutants import kill_rows

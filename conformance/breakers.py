@@ -25,7 +25,7 @@ from ..scenarios.load import LoadedScenario, resolve_policy
 from ..scenarios.runner import ScenarioResult, run_scenario
 from ..targets.adapter import AdapterTarget
 from ..targets.target import Target
-from .mutants import MUTANTS, mutant_command
+from .catalogue import MUTANTS, mutant_command
 
 
 def breaker_names() -> list[str]:

@@ -53,6 +53,7 @@ from ..search.repro import shrink_conformance, shrink_conformance_scenario
 from ..search.shrink import failure_key
 from ..sim.executor import check_executor, run_tasks
 from ..sim.run import RunOptions, run_seed
+from ..store.schema import FAILING, VERDICTS
 from ..store.store import Store
 from ..targets.adapter import (
     DEFAULT_TIMEOUT,
@@ -67,16 +68,6 @@ from ..targets.target import ModelTarget
 from .group_repro import shrink_concurrent_seed
 from .mutants import MUTANTS, check_mutant
 
-VERDICTS = (
-    "held",
-    "violated",
-    "diverged",
-    "nondeterministic",
-    "protocol error",
-    "not testable",
-    "not exercised",
-)
-FAILING = frozenset({"violated", "diverged", "nondeterministic", "protocol error"})
 TARGETS = ("sqlite", "model-adapter", "opencode")
 DEFAULT_OPS = 40
 SHRINKABLE = frozenset({"diverged", "violated"})  # failures shrunk to a repro file

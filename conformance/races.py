@@ -53,8 +53,8 @@ from ..search.groups import GroupDriver
 from ..targets.adapter import AdapterTarget
 from ..targets.group import GroupReply
 from ..trace.record import Observed
+from .catalogue import RACES, mutant_command
 from .group_repro import fresh_adapters
-from .mutants import RACES, mutant_command
 
 Mode = Literal["paused", "free", "sequential"]
 MODES: tuple[Mode, ...] = ("paused", "free", "sequential")

@@ -20,6 +20,7 @@ from html import escape
 from typing import Any
 
 from ..sim.show import call_text, message_text, pending_text
+from ..store.schema import FAILING, VERDICTS
 from ..trace.decode import observed_from_wire
 from .group_view import ILLEGAL, GroupPanel, Lane, group_html
 from .problems import group
@@ -37,16 +38,6 @@ COLUMNS = (
     "seconds",
     "steps",
     "failure",
-)
-FAILING = ("violated", "diverged", "nondeterministic", "protocol error")
-ORDER = (
-    "held",
-    "violated",
-    "diverged",
-    "nondeterministic",
-    "protocol error",
-    "not testable",
-    "not exercised",
 )
 
 
@@ -96,7 +87,7 @@ def summarize_conformance(rows: list[Row]) -> list[dict[str, Any]]:
                 "target": items[0]["target"],
                 "policy": items[0]["policy"],
                 "verdicts": {
-                    kind: {v: by_verdict[v] for v in ORDER if v in by_verdict}
+                    kind: {v: by_verdict[v] for v in VERDICTS if v in by_verdict}
                     for kind, by_verdict in lists.items()
                 },
                 "failures": [

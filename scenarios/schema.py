@@ -121,7 +121,7 @@ class Breaker(_Strict):
     """What makes this scenario fail, and where: a policy preset (it must be
     one of ``breaks_under``), a policy file (a path ending in ``.toml``,
     relative to the scenario file, as ``policy`` is), or a planted bug of the
-    SQLite inbox (a mutant of ``inboxsim.conformance.mutants.MUTANTS``), and the
+    SQLite inbox (a mutant of ``inboxsim.conformance.catalogue.MUTANTS``), and the
     scenario step whose expectations or invariants it breaks first."""
 
     name: str = Field(min_length=1)

@@ -25,9 +25,10 @@ the same key (:attr:`Repro.verified`), alone on the adapter it fails
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -303,11 +304,8 @@ def shrink_conformance(
     adapter to a minimal repro scenario; written to ``out`` (a folder) when
     given. None when the seed holds."""
 
-    argv = split_command(command) if isinstance(command, str) else list(command)
-    the_policy = load_policy(policy) if isinstance(policy, str) else policy
     options = RunOptions(ops=ops, only_expected=True)
-    with scratch.folder("shrink", workdir) as tmp:
-        factory = LockstepFactory(argv, timeout, Path(tmp), name)
+    with _lockstep_shrink(command, policy, timeout, workdir, name) as (argv, the_policy, factory):
         shrunk = shrink_through(
             seed, the_policy, options, factory, max_runs=max_runs, time_limit=time_limit
         )
@@ -331,8 +329,7 @@ def shrink_conformance(
         shrunk.runs,
         shrunk.seconds,
     )
-    repro = _finish(f"seed {seed}", found, text, the_policy, argv, timeout)
-    return repro.write(out, f"seed-{seed}") if out is not None else repro
+    return _finish(f"seed {seed}", found, text, the_policy, argv, timeout, out, f"seed-{seed}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,14 +345,39 @@ class _Found:
     seconds: float
 
 
+@contextlib.contextmanager
+def _lockstep_shrink(
+    command: Sequence[str] | str,
+    policy: Policy | str,
+    timeout: float,
+    workdir: str | Path | None,
+    name: str,
+) -> Iterator[tuple[list[str], Policy, LockstepFactory]]:
+    """What both drivers shrink through: the adapter's argv, the policy, and
+    a factory of fresh lockstep targets in a scratch folder that is removed
+    when the shrink ends."""
+    argv = split_command(command) if isinstance(command, str) else list(command)
+    the_policy = load_policy(policy) if isinstance(policy, str) else policy
+    with scratch.folder("shrink", workdir) as tmp:
+        yield argv, the_policy, LockstepFactory(argv, timeout, Path(tmp), name)
+
+
 def _finish(
-    origin: str, found: _Found, text: str, policy: Policy, argv: list[str], timeout: float
+    origin: str,
+    found: _Found,
+    text: str,
+    policy: Policy,
+    argv: list[str],
+    timeout: float,
+    out: str | Path | None,
+    file_name: str,
 ) -> Repro:
     """The repro of a shrunk ``text``: the model's answer appended as
-    expectations, checked three ways."""
+    expectations, checked three ways, written to ``out/file_name.toml``
+    when ``out`` is given."""
     text = with_model_expectations(text, found.key, found.where, policy)
     verified, standalone, model_passes, divergence = _checks(text, found.key, policy, argv, timeout)
-    return Repro(
+    repro = Repro(
         origin,
         found.key,
         found.message,
@@ -369,6 +391,7 @@ def _finish(
         model_passes,
         divergence=divergence,
     )
+    return repro.write(out, file_name) if out is not None else repro
 
 
 # --- library scenarios ---------------------------------------------------------------
@@ -392,8 +415,6 @@ def shrink_conformance_scenario(
     time. None when it holds (or fails only by an expectation)."""
 
     started = time.perf_counter()
-    argv = split_command(command) if isinstance(command, str) else list(command)
-    the_policy = load_policy(policy) if isinstance(policy, str) else policy
     sc = loaded.scenario
     header: dict[str, Any] = {
         "name": f"{sc.name}-min",
@@ -406,8 +427,7 @@ def shrink_conformance_scenario(
         {k: v for k, v in s.model_dump(exclude_none=True).items() if k not in strip}
         for s in sc.step
     )
-    with scratch.folder("shrink", workdir) as tmp:
-        factory = LockstepFactory(argv, timeout, Path(tmp), name)
+    with _lockstep_shrink(command, policy, timeout, workdir, name) as (argv, the_policy, factory):
         wheres: dict[Candidate, tuple[str, str]] = {}
         start = build_scenario(header, steps0, loaded.origin)
         if start is None:
@@ -444,8 +464,8 @@ def shrink_conformance_scenario(
         search.runs,
         time.perf_counter() - started,
     )
-    repro = _finish(f"scenario {sc.name}", found, text, the_policy, argv, timeout)
-    return repro.write(out, f"scenario-{sc.name}") if out is not None else repro
+    origin, file_name = f"scenario {sc.name}", f"scenario-{sc.name}"
+    return _finish(origin, found, text, the_policy, argv, timeout, out, file_name)
 
 
 __all__ = [

@@ -1,6 +1,7 @@
-"""The store's schema: its version, the tables' DDL, and the row counts that every
-write records and every open compares (:mod:`.store` opens and writes,
-:mod:`.migrate` moves an older file forward; both build on this)."""
+"""The store's schema: its version, the tables' DDL, the verdicts the conformance
+table holds, and the row counts that every write records and every open compares
+(:mod:`.store` opens and writes, :mod:`.migrate` moves an older file forward; both
+build on this)."""
 
 from __future__ import annotations
 
@@ -106,6 +107,19 @@ DDL = (
         PRIMARY KEY (policy, options, seed)
     )""",
 )
+# The verdicts of the ``conformance`` table's ``verdict`` column, in the order a
+# summary lists them: what ``inboxsim conformance`` writes and the report reads.
+VERDICTS = (
+    "held",
+    "violated",
+    "diverged",
+    "nondeterministic",
+    "protocol error",
+    "not testable",
+    "not exercised",
+)
+FAILING = frozenset({"violated", "diverged", "nondeterministic", "protocol error"})
+"""The verdicts that fail a run (exit code 1)."""
 TABLES = ("runs", "steps", "events", "violations", "probes", "policies", "scenario_runs")
 COUNTED = (*TABLES, "failing_seeds", "mutants", "shrunk", "conformance")
 """The tables whose row counts every write records and every open compares

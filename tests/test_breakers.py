@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from inboxsim.conformance.breakers import failing_step, run_against
-from inboxsim.conformance.mutants import MUTANTS
+from inboxsim.conformance.catalogue import MUTANTS
 from inboxsim.model import PRESETS
 from inboxsim.scenarios.load import LoadedScenario, load_library
 from inboxsim.scenarios.schema import Breaker

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from inboxsim.cli import main
+from inboxsim.conformance.catalogue import mutant_command
 from inboxsim.conformance.check import conformance, store_results, target_command
-from inboxsim.conformance.mutants import mutant_command
 
 SCENARIOS = ["seed-retry", "metadata-retry-identity", "queue-fifo"]
 MODEL_ADAPTER = f"{sys.executable} -m inboxsim.targets.model_adapter"

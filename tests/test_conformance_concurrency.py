@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from inboxsim.conformance import check
+from inboxsim.conformance.catalogue import ADAPTER
 from inboxsim.conformance.check import Item, SeedOutcome, conformance, seed_item, target_command
-from inboxsim.conformance.mutants import ADAPTER
 from inboxsim.model import G4
 
 

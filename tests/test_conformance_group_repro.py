@@ -12,8 +12,8 @@ import shlex
 from pathlib import Path
 
 from inboxsim.cli import main
+from inboxsim.conformance.catalogue import mutant_command
 from inboxsim.conformance.check import conformance
-from inboxsim.conformance.mutants import mutant_command
 from inboxsim.scenarios.load import load_text
 
 BUG = "race-retry-check-then-insert"

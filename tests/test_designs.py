@@ -12,6 +12,7 @@ from inboxsim import cli
 from inboxsim.designs import study as ds
 from inboxsim.designs import verdicts as vd
 from inboxsim.designs.difference import observable_difference
+from inboxsim.designs.report import explorer_depth
 from inboxsim.invariants.base import Violation
 from inboxsim.invariants.monitor import Monitor
 from inboxsim.invariants.registry import REGISTRY
@@ -139,7 +140,7 @@ def test_every_counterexample_is_a_shrunk_scenario(report: tuple[Path, dict]) ->
             assert loaded.scenario.expect_violation == inv
             assert run_scenario(loaded).passed
             assert (out / sh["figure"]).stat().st_size > 0
-            assert ds.explorer_depth(p, inv) is not None
+            assert explorer_depth(p, inv) is not None
             seen += 1
     assert seen >= 1
     md = (out / "designs.md").read_text()
@@ -166,9 +167,9 @@ def test_counterexamples_once_only_raw_seeds_are_shrunk_and_explored(
         or _violates_alone(policy, invariant, s)
     )
     task = ds.PolicyTask(policy, PRESETS[policy], 1, 60, 1, depth)
-    sh = ds._shrink_one(task, invariant, seed)
+    sh = ds.shrink_one(task, invariant, seed)
     assert sh["shrunk"] and sh["verified"] and sh["operations"] <= 3
-    explored = ds._explore_one(PRESETS[policy], 1, depth, invariant)
+    explored = ds.explore_one(PRESETS[policy], 1, depth, invariant)
     assert explored["violations"][0]["invariant"] == invariant
     assert explored["depth_found"] <= depth
 
@@ -187,8 +188,8 @@ def test_shrunk_counterexample_is_deterministic() -> None:
     """The shrink budget is in runs, so two reports give the same scenario."""
     task = ds.PolicyTask("g2", PRESETS["g2"], 1, 60, 1, 0)
     seed = next(s for s in range(300) if _violates_alone("g2", "monotonic-visible-time", s))
-    one = ds._shrink_one(task, "monotonic-visible-time", seed)
-    two = ds._shrink_one(task, "monotonic-visible-time", seed)
+    one = ds.shrink_one(task, "monotonic-visible-time", seed)
+    two = ds.shrink_one(task, "monotonic-visible-time", seed)
     assert one["scenario"] == two["scenario"] and one["operations"] <= 6
 
 

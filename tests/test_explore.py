@@ -19,6 +19,7 @@ import pytest
 
 from inboxsim import cli
 from inboxsim.model import PRESETS, Answer, Compact, Interrupt, Policy, Prompt, State
+from inboxsim.search import coarse_keys, world
 from inboxsim.search import explore as ex
 from inboxsim.trace.record import Step
 
@@ -68,16 +69,16 @@ def stub(policy: Policy, hello: dict[str, Any]) -> StubMonitor:
 def brute_force_keys(policy: Policy, sessions: int, depth: int) -> set[tuple[Any, ...]]:
     """The name-preserving keys of every state reached by some sequence of at
     most ``depth`` operations (every sequence is walked; nothing is pruned)."""
-    names = ex.session_names(sessions)
-    state, prefix, hello = ex._prefix(policy, names, ex.DEFAULT_STEP_LIMIT)
-    enabled = ex.enabled_families(ex.FULL, hello["features"])
+    names = world.session_names(sessions)
+    state, prefix, hello = world.start(policy, names, world.DEFAULT_STEP_LIMIT)
+    enabled = world.enabled_families(world.FULL, hello["features"])
     keys: set[tuple[Any, ...]] = set()
 
     def walk(s: State, now: int) -> None:
-        keys.add(ex.state_key(s, symmetric=False))
+        keys.add(coarse_keys.state_key(s, symmetric=False))
         if now > depth:
             return
-        for t in ex.transitions(s, names, now, ex.DEFAULT_STEP_LIMIT, enabled, 0):
+        for t in world.transitions(s, names, now, world.DEFAULT_STEP_LIMIT, enabled, 0):
             walk(t.state, now + 1)
 
     walk(state, 1)
@@ -100,7 +101,7 @@ def _rename(value: Any, mapping: dict[str, str]) -> Any:
 
 def orbit_count(keys: set[tuple[Any, ...]], sessions: int) -> int:
     """How many classes the keys fall into under every renaming of sessions."""
-    names = ex.session_names(sessions)
+    names = world.session_names(sessions)
     canon = set()
     for key in keys:
         variants = []
@@ -138,38 +139,40 @@ def test_sound_search_reaches_every_key_of_the_brute_force(sessions: int, depth:
 
 def test_symmetry_collapses_worlds_that_differ_by_session_names() -> None:
     policy = PRESETS["g4"]
-    names = ex.session_names(2)
-    state, _, _ = ex._prefix(policy, names, 2)
-    one = ex.take(
-        state, ex.Action("p1", Prompt(1, session="s1", input="s1.i1", text="p")), 1, 2, 0
+    names = world.session_names(2)
+    state, _, _ = world.start(policy, names, 2)
+    one = world.take(
+        state, world.Action("p1", Prompt(1, session="s1", input="s1.i1", text="p")), 1, 2, 0
     ).state
-    two = ex.take(
-        state, ex.Action("p2", Prompt(1, session="s2", input="s2.i1", text="p")), 1, 2, 0
+    two = world.take(
+        state, world.Action("p2", Prompt(1, session="s2", input="s2.i1", text="p")), 1, 2, 0
     ).state
-    assert ex.state_key(one) == ex.state_key(two)
-    assert ex.state_key(one, symmetric=False) != ex.state_key(two, symmetric=False)
-    queued = ex.take(
+    assert coarse_keys.state_key(one) == coarse_keys.state_key(two)
+    assert coarse_keys.state_key(one, symmetric=False) != coarse_keys.state_key(
+        two, symmetric=False
+    )
+    queued = world.take(
         state,
-        ex.Action("q", Prompt(1, session="s1", input="s1.i1", text="p", delivery="queue")),
+        world.Action("q", Prompt(1, session="s1", input="s1.i1", text="p", delivery="queue")),
         1,
         2,
         0,
     ).state
-    assert ex.state_key(queued) != ex.state_key(one)
+    assert coarse_keys.state_key(queued) != coarse_keys.state_key(one)
 
 
 def test_alphabet_covers_the_brief() -> None:
     """Every family the explorer promises shows up as labels from some state."""
     policy = PRESETS["g4"]
-    names = ex.session_names(1)
-    state, _, hello = ex._prefix(policy, names, 2)
-    enabled = ex.enabled_families(ex.FULL, hello["features"])
+    names = world.session_names(1)
+    state, _, hello = world.start(policy, names, 2)
+    enabled = world.enabled_families(world.FULL, hello["features"])
     labels: set[str] = set()
     frontier = [state]
     for now in range(1, 4):
         nxt = []
         for s in frontier:
-            for t in ex.transitions(s, names, now, 2, enabled, 0):
+            for t in world.transitions(s, names, now, 2, enabled, 0):
                 labels.add(t.action.label)
                 nxt.append(t.state)
         frontier = nxt[:200]
@@ -204,11 +207,11 @@ def test_features_limit_the_alphabet() -> None:
 
 
 def test_parse_alphabet() -> None:
-    assert ex.parse_alphabet("full") == ex.FULL
-    assert ex.parse_alphabet("full-failpoints,kill") == ex.FULL - {"failpoints", "kill"}
-    assert ex.parse_alphabet("prompt_steer,answer_stop") == {"prompt_steer", "answer_stop"}
+    assert world.parse_alphabet("full") == world.FULL
+    assert world.parse_alphabet("full-failpoints,kill") == world.FULL - {"failpoints", "kill"}
+    assert world.parse_alphabet("prompt_steer,answer_stop") == {"prompt_steer", "answer_stop"}
     with pytest.raises(ValueError, match="unknown alphabet family nope"):
-        ex.parse_alphabet("prompt_steer,nope")
+        world.parse_alphabet("prompt_steer,nope")
 
 
 # --- finding violations: the stub, then the real checkers ----------------------------
@@ -311,7 +314,7 @@ def test_b_synthetic_queue_request_is_one_operation() -> None:
     assert [v.invariant for v in result.violations] == ["receipt-reflects-request"]
     assert _ops(result) == ["synthetic(s1,s1.i1,queue)"]
     without = ex.explore(
-        PRESETS["b"], monitor, sessions=1, depth=2, alphabet=ex.FULL - {"synthetic_queue"}
+        PRESETS["b"], monitor, sessions=1, depth=2, alphabet=world.FULL - {"synthetic_queue"}
     )
     assert not without.violations
 
@@ -340,7 +343,9 @@ def test_the_alphabet_reuses_ended_ids(
 
     monitor, _ = _registry()
     ids_freed_for_everyone(monkeypatch)
-    result = ex.explore(PRESETS["g4"], monitor, sessions, 3, alphabet=ex.parse_alphabet(alphabet))
+    result = ex.explore(
+        PRESETS["g4"], monitor, sessions, 3, alphabet=world.parse_alphabet(alphabet)
+    )
     assert result.violations and result.violations[0].invariant in (
         "id-namespace",
         "admission-fresh-id",
@@ -350,21 +355,27 @@ def test_the_alphabet_reuses_ended_ids(
 
 
 def test_reuse_ended_sends_each_ended_id_everywhere_as_every_kind() -> None:
-    names = ex.session_names(2)
-    state, _, hello = ex._prefix(PRESETS["g4"], names, ex.DEFAULT_STEP_LIMIT)
-    enabled = ex.enabled_families(ex.FULL, hello["features"])
-    labels = [a.label for a in ex.requests(state, names, 1, enabled)]
+    names = world.session_names(2)
+    state, _, hello = world.start(PRESETS["g4"], names, world.DEFAULT_STEP_LIMIT)
+    enabled = world.enabled_families(world.FULL, hello["features"])
+    labels = [a.label for a in world.requests(state, names, 1, enabled)]
     assert "compact(s1,s1.i1)" in labels and not [x for x in labels if x.startswith("reuse(")]
-    state = ex.take(state, ex.Action("c", Compact(1, session="s1", input="s1.i1")), 1, 2, 0).state
+    state = world.take(
+        state, world.Action("c", Compact(1, session="s1", input="s1.i1")), 1, 2, 0
+    ).state
     (call,) = state.open_calls()
-    state = ex.take(state, ex.Action("a", Answer(2, call=call.call, finish="stop")), 2, 2, 0).state
-    assert ex.ended_ids(state) == ["s1.i1"]
-    reuses = [x for x in (a.label for a in ex.requests(state, names, 3, enabled)) if "reuse" in x]
+    state = world.take(
+        state, world.Action("a", Answer(2, call=call.call, finish="stop")), 2, 2, 0
+    ).state
+    assert world.ended_ids(state) == ["s1.i1"]
+    reuses = [
+        x for x in (a.label for a in world.requests(state, names, 3, enabled)) if "reuse" in x
+    ]
     assert reuses == [
         f"reuse({s},s1.i1,{kind})" for s in names for kind in ("prompt", "synthetic", "compact")
     ]
     # s1's next fresh pool ID is s1.i2: an ended ID is not fresh
-    assert "compact(s1,s1.i2)" in [a.label for a in ex.requests(state, names, 3, enabled)]
+    assert "compact(s1,s1.i2)" in [a.label for a in world.requests(state, names, 3, enabled)]
 
 
 def test_g4_holds_at_the_default_bound() -> None:
@@ -502,16 +513,16 @@ def test_the_pool_bounds_the_fresh_inputs(capsys: pytest.CaptureFixture[str]) ->
     assert one["pool"] == 1 and one["claim"].endswith("1 session, 1 fresh input ID each")
     two = ex.explore(PRESETS["g4"], stub, 1, 3)
     assert one["states"] < two.states
-    names = ex.session_names(1)
-    state, _, _ = ex._prefix(PRESETS["g4"], names, ex.DEFAULT_STEP_LIMIT)
-    labels = {a.label for a in ex.requests(state, names, 1, ex.FULL, 1)}
+    names = world.session_names(1)
+    state, _, _ = world.start(PRESETS["g4"], names, world.DEFAULT_STEP_LIMIT)
+    labels = {a.label for a in world.requests(state, names, 1, world.FULL, 1)}
     assert "prompt(s1,s1.i1,steer)" in labels
-    after = ex.take(
-        state, ex.Action("p", Prompt(1, session="s1", input="s1.i1", text="p")), 1, 2, 0
+    after = world.take(
+        state, world.Action("p", Prompt(1, session="s1", input="s1.i1", text="p")), 1, 2, 0
     )
-    labels = {a.label for a in ex.requests(after.state, names, 2, ex.FULL, 1)}
+    labels = {a.label for a in world.requests(after.state, names, 2, world.FULL, 1)}
     assert not any("s1.i2" in label for label in labels)
-    assert any("s1.i2" in a.label for a in ex.requests(after.state, names, 2, ex.FULL, 2))
+    assert any("s1.i2" in a.label for a in world.requests(after.state, names, 2, world.FULL, 2))
 
 
 def test_cli_jobs_give_the_same_document(capsys: pytest.CaptureFixture[str]) -> None:
@@ -543,15 +554,15 @@ def test_workers_need_a_monitor_that_pickles_and_a_dead_worker_is_a_clear_error(
 
 def _reached(policy: Policy, sessions: int, depth: int) -> list[State]:
     """Every state reached within ``depth`` operations (duplicates included)."""
-    names = ex.session_names(sessions)
-    state, _, hello = ex._prefix(policy, names, ex.DEFAULT_STEP_LIMIT)
-    enabled = ex.enabled_families(ex.FULL, hello["features"])
+    names = world.session_names(sessions)
+    state, _, hello = world.start(policy, names, world.DEFAULT_STEP_LIMIT)
+    enabled = world.enabled_families(world.FULL, hello["features"])
     out, frontier = [state], [state]
     for now in range(1, depth + 1):
         frontier = [
             t.state
             for s in frontier
-            for t in ex.transitions(s, names, now, ex.DEFAULT_STEP_LIMIT, enabled, 0)
+            for t in world.transitions(s, names, now, world.DEFAULT_STEP_LIMIT, enabled, 0)
         ]
         out.extend(frontier)
     return out
@@ -563,9 +574,11 @@ def test_model_key_is_a_coarsening_of_the_search_key(sessions: int, depth: int) 
     # function of the log, so counting folds bounds what merging can save.
     fold_of: dict[Any, Any] = {}
     for s in _reached(PRESETS["g4"], sessions, depth):
-        assert fold_of.setdefault(ex.state_key(s), ex.model_key(s)) == ex.model_key(s)
-    full = ex.count_states(PRESETS["g4"], sessions, depth, ex.state_key)
-    folds = ex.count_states(PRESETS["g4"], sessions, depth, ex.model_key)
+        assert fold_of.setdefault(
+            coarse_keys.state_key(s), coarse_keys.model_key(s)
+        ) == coarse_keys.model_key(s)
+    full = coarse_keys.count_states(PRESETS["g4"], sessions, depth, coarse_keys.state_key)
+    folds = coarse_keys.count_states(PRESETS["g4"], sessions, depth, coarse_keys.model_key)
     searched = ex.explore(PRESETS["g4"], stub, sessions, depth, merge="log").per_depth
     assert full == [1 + n for n in itertools.accumulate(searched)]
     assert all(f <= n for f, n in zip(folds, full, strict=True))
@@ -581,16 +594,16 @@ def test_model_key_merges_histories_the_monitor_tells_apart() -> None:
     from inboxsim.invariants import Monitor
 
     policy = PRESETS["g4"]
-    names = ex.session_names(1)
-    start, prefix, hello = ex._prefix(policy, names, 2)
+    names = world.session_names(1)
+    start, prefix, hello = world.start(policy, names, 2)
     op = Prompt(1, session="s1", input="s1.i1", text="p", delivery="queue")
-    crashed = ex.take(start, ex.Action("p", op, "mid_promotion"), 1, 2, len(prefix))
-    admitted = ex.take(start, ex.Action("p", op), 1, 2, len(prefix))
-    stopped = ex.take(
-        admitted.state, ex.Action("i", Interrupt(2, session="s1")), 2, 2, len(prefix) + 1
+    crashed = world.take(start, world.Action("p", op, "mid_promotion"), 1, 2, len(prefix))
+    admitted = world.take(start, world.Action("p", op), 1, 2, len(prefix))
+    stopped = world.take(
+        admitted.state, world.Action("i", Interrupt(2, session="s1")), 2, 2, len(prefix) + 1
     )
-    assert ex.model_key(crashed.state) == ex.model_key(stopped.state)
-    assert ex.state_key(crashed.state) != ex.state_key(stopped.state)
+    assert coarse_keys.model_key(crashed.state) == coarse_keys.model_key(stopped.state)
+    assert coarse_keys.state_key(crashed.state) != coarse_keys.state_key(stopped.state)
     receipts = []
     for steps in (crashed.steps, admitted.steps + stopped.steps):
         monitor = Monitor(policy, hello)

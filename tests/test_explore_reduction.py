@@ -28,10 +28,11 @@ import pytest
 from inboxsim.invariants import Monitor
 from inboxsim.model import PRESETS
 from inboxsim.search import explore as ex
+from inboxsim.search import reduction, world
 from inboxsim.search.canon import compute
 from tests.test_explore import BROKEN
 
-STEP_LIMIT = ex.DEFAULT_STEP_LIMIT
+STEP_LIMIT = world.DEFAULT_STEP_LIMIT
 
 
 def _clean(monitor: Any, steps: Any) -> tuple[Any, bool]:
@@ -41,7 +42,7 @@ def _clean(monitor: Any, steps: Any) -> tuple[Any, bool]:
 
 
 def _move(state: Any, names: Any, now: int, enabled: Any, length: int, label: str) -> Any:
-    for t in ex.transitions(state, names, now, STEP_LIMIT, enabled, length):
+    for t in world.transitions(state, names, now, STEP_LIMIT, enabled, length):
         if t.action.label == label:
             return t
     return None
@@ -50,23 +51,23 @@ def _move(state: Any, names: Any, now: int, enabled: Any, length: int, label: st
 def _diamonds(policy_name: str, state: Any, monitor: Any, length: int, now: int) -> int:
     """Check every pair the search would take as independent at this state;
     return how many were checked."""
-    names = ex.session_names(2)
-    enabled = ex.enabled_families(ex.FULL, monitor.tracker.features)
+    names = world.session_names(2)
+    enabled = world.enabled_families(world.FULL, monitor.tracker.features)
     moves = [
         t
-        for t in ex.transitions(state, names, now, STEP_LIMIT, enabled, length)
-        if ex.eligible(t.action)
+        for t in world.transitions(state, names, now, STEP_LIMIT, enabled, length)
+        if reduction.eligible(t.action)
     ]
-    known = ex.facts(monitor)
+    known = reduction.facts(monitor)
     firsts = {}
     for t in moves:
         child, clean = _clean(monitor, t.steps)
-        if clean and ex.facts(child) == known:
+        if clean and reduction.facts(child) == known:
             firsts[t.action.label] = (t, child)
     checked = 0
     for la, (ta, after_a) in firsts.items():
         for lb, (tb, after_b) in firsts.items():
-            if la >= lb or not ex.independent(ta.action, tb.action):
+            if la >= lb or not reduction.independent(ta.action, tb.action):
                 continue
             # a then b, and b then a: the later action keeps its label (the
             # next pool ID and the live inputs of its session are unchanged
@@ -89,22 +90,22 @@ def _diamonds(policy_name: str, state: Any, monitor: Any, length: int, now: int)
 @pytest.mark.parametrize("policy_name", ["g4", "g2", "c", "b", "g5"])
 def test_independent_actions_commute_modulo_the_key(policy_name: str) -> None:
     policy = PRESETS[policy_name]
-    names = ex.session_names(2)
-    state, prefix, hello = ex._prefix(policy, names, STEP_LIMIT)
-    enabled = ex.enabled_families(ex.FULL, hello.get("features", ()))
+    names = world.session_names(2)
+    state, prefix, hello = world.start(policy, names, STEP_LIMIT)
+    enabled = world.enabled_families(world.FULL, hello.get("features", ()))
     monitor = Monitor(policy, hello)
     for step in prefix:
         monitor.feed(step)
     checked = _diamonds(policy_name, state, monitor, len(prefix), 1)
     # a sample of the states at depth 1 (every third) and 2 (every ninth)
-    for i, t in enumerate(ex.transitions(state, names, 1, STEP_LIMIT, enabled, len(prefix))):
+    for i, t in enumerate(world.transitions(state, names, 1, STEP_LIMIT, enabled, len(prefix))):
         if t.state is state or i % 3:
             continue
         child, clean = _clean(monitor, t.steps)
         if clean:
             checked += _diamonds(policy_name, t.state, child, len(prefix) + len(t.steps), 2)
             if i % 9 == 0:
-                for u in ex.transitions(
+                for u in world.transitions(
                     t.state, names, 2, STEP_LIMIT, enabled, len(prefix) + len(t.steps)
                 ):
                     grand, ok = _clean(child, u.steps)
@@ -118,15 +119,15 @@ def test_independent_actions_commute_modulo_the_key(policy_name: str) -> None:
 def test_independence_is_structural_and_excludes_what_it_must() -> None:
     """Crashes, kills and reuses of ended IDs are never independent; one
     session's actions are not independent of each other."""
-    prompt = ex.Action("p", None, None, "s1", "s1.i1", "prompt_steer")
-    other = ex.Action("q", None, None, "s2", "s2.i1", "prompt_queue")
-    assert ex.independent(prompt, other) and ex.independent(other, prompt)
-    assert not ex.independent(prompt, ex.Action("r", None, None, "s1", None, "resume"))
-    crash = ex.Action("p@after_admit", None, "after_admit", "s2", "s2.i1", "failpoints")
-    kill = ex.Action("crash", None, None, None, None, "kill")
-    reuse = ex.Action("reuse", None, None, "s2", "s1.i1", ex.REUSE)
+    prompt = world.Action("p", None, None, "s1", "s1.i1", "prompt_steer")
+    other = world.Action("q", None, None, "s2", "s2.i1", "prompt_queue")
+    assert reduction.independent(prompt, other) and reduction.independent(other, prompt)
+    assert not reduction.independent(prompt, world.Action("r", None, None, "s1", None, "resume"))
+    crash = world.Action("p@after_admit", None, "after_admit", "s2", "s2.i1", "failpoints")
+    kill = world.Action("crash", None, None, None, None, "kill")
+    reuse = world.Action("reuse", None, None, "s2", "s1.i1", world.REUSE)
     for a in (crash, kill, reuse):
-        assert not ex.independent(prompt, a) and not ex.independent(a, prompt)
+        assert not reduction.independent(prompt, a) and not reduction.independent(a, prompt)
 
 
 def _both(policy_name: str, depth: int, invariant: str | None) -> tuple[Any, Any]:

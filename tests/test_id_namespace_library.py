@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from inboxsim.conformance.mutants import mutant_command
+from inboxsim.conformance.catalogue import mutant_command
 from inboxsim.scenarios.load import load_library
 from inboxsim.search.repro import shrink_conformance_scenario
 

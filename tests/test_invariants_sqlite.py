@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from inboxsim.conformance.mutants import mutant_command
+from inboxsim.conformance.catalogue import mutant_command
 from inboxsim.model import Policy
 from inboxsim.scenarios.load import load_library
 from inboxsim.scenarios.runner import run_scenario

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from inboxsim.conformance.mutants import mutant_command
+from inboxsim.conformance.catalogue import mutant_command
 from inboxsim.model import G4, Create, Fork, Hello, Ok, Op, Prompt, Reply, Resume
 from inboxsim.scenarios.load import load_library, resolve_policy
 from inboxsim.search.lockstep import (

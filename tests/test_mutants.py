@@ -6,22 +6,16 @@ from pathlib import Path
 
 import pytest
 
+from inboxsim.conformance.catalogue import ADAPTER, MUTANTS, library_planted_bugs, mutant_command
+from inboxsim.conformance.detection import hypothesis_detection, seeded_detection
+from inboxsim.conformance.matrix import matrix_document, render_matrix, summary_line
 from inboxsim.conformance.mutants import (
-    ADAPTER,
-    MUTANTS,
     RESULT_FIELDS,
     CountingTarget,
     Kill,
     KillResult,
     check_mutant,
-    hypothesis_detection,
-    library_planted_bugs,
-    matrix_document,
-    mutant_command,
-    render_matrix,
     repro_operations,
-    seeded_detection,
-    summary_line,
 )
 from inboxsim.model import Answer, Create, Hello, Prompt
 from inboxsim.scenarios.load import library_key, load_library

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from inboxsim.cli import main
-from inboxsim.conformance.mutants import RACES, mutant_command
+from inboxsim.conformance.catalogue import RACES, mutant_command
 from inboxsim.conformance.races import REPRO_SEEDS, write_repro
 
 

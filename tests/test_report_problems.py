@@ -349,7 +349,7 @@ def test_the_report_and_a_viewer_page_in_headless_chromium(
 def test_a_conformance_failure_in_the_report(tmp_path: Path) -> None:
     """A planted bug of the SQLite inbox through `conformance --db`, then the
     report: the failure grouped under its key, its repro side by side."""
-    from inboxsim.conformance.mutants import mutant_command
+    from inboxsim.conformance.catalogue import mutant_command
 
     argv, _ = mutant_command("retry-ignores-metadata")
     db = tmp_path / "c.duckdb"

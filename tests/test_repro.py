@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from inboxsim.cli import main
+from inboxsim.conformance.catalogue import mutant_command
 from inboxsim.conformance.check import conformance, shrink_conformance
-from inboxsim.conformance.mutants import mutant_command
 from inboxsim.model import G4
 from inboxsim.scenarios.load import load_scenario
 from inboxsim.search.lockstep import Divergence

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from inboxsim.conformance.mutants import mutant_command
+from inboxsim.conformance.catalogue import mutant_command
 from inboxsim.designs import study
 from inboxsim.invariants import Monitor
 from inboxsim.model import PRESETS, Policy
@@ -86,7 +86,7 @@ def _alone(policy: str, seed: int, invariant: str, max_runs: int) -> dict[str, A
 def _design(policy: str, seed: int, invariant: str, ops: int) -> dict[str, Any]:
     """The design study's own shrink (``designs/study.py``)."""
     task = study.PolicyTask(policy, PRESETS[policy], 1, ops, 1, 0)
-    found = study._shrink_one(task, invariant, seed)
+    found = study.shrink_one(task, invariant, seed)
     return {
         "operations": found["operations"],
         "verified": found["verified"],

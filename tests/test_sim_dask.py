@@ -215,8 +215,8 @@ def test_a_batch_that_keeps_killing_workers_is_a_harness_error_keeping_what_was_
 
 def test_conformance_seeds_on_dask_workers_match_a_local_run(cluster: Any) -> None:
     """Each worker starts its own adapter processes; the report is the local one."""
+    from inboxsim.conformance.catalogue import mutant_command
     from inboxsim.conformance.check import conformance
-    from inboxsim.conformance.mutants import mutant_command
 
     argv, _ = mutant_command("interrupt-clears-inbox")  # diverges on seed 1 of these four
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from inboxsim.conformance.mutants import mutant_command
+from inboxsim.conformance.catalogue import mutant_command
 from inboxsim.model import G4, Answer, Create, Op, Prompt, Synthetic
 from inboxsim.search.groups import GroupCheck, GroupDriver
 from inboxsim.targets.adapter import AdapterTarget

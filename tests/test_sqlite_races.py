@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from inboxsim.conformance.mutants import ADAPTER, RACES, check_mutant
+from inboxsim.conformance.catalogue import ADAPTER, RACES
+from inboxsim.conformance.mutants import check_mutant
 from inboxsim.conformance.races import SCENE_OF, SCENES, hunt
 from inboxsim.model import G4, Answer, Compact, Create, Interrupt, Prompt
 from inboxsim.search.groups import GroupDriver

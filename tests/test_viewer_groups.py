@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from inboxsim.cli import main
-from inboxsim.conformance.mutants import mutant_command
+from inboxsim.conformance.catalogue import mutant_command
 from inboxsim.model import G4, PRESETS, Create, Prompt
 from inboxsim.reports.conformance_view import html_parts, markdown_lines, summarize_conformance
 from inboxsim.reports.group_view import (
