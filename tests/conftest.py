@@ -50,6 +50,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(intent)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite runs as a foreground job would. A CI runner or a script that
+    starts it in the background (``cmd &`` without job control) hands it SIGINT
+    ignored, every process it starts inherits that, and the harness rightly
+    stays deaf to a SIGINT it inherited as ignored (as every program of a
+    background job does: test_harness_processes.py shows it). The tests of
+    Ctrl-C are about a run started in the foreground, so they get one."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 # --- the worker's signal state, as each test found it ----------------------------------
 #
 # The tests of Ctrl-C and SIGTERM (test_harness_processes.py, test_harness_kills.py)

@@ -297,7 +297,9 @@ def test_a_signal_while_a_pool_starts_a_worker_still_gets_the_worker_killed(
 # --- the supervisor (the command line) ------------------------------------------------------
 
 
-def cli(*args: str, tmp: Path) -> subprocess.Popen[str]:
+def cli(*args: str, tmp: Path, background: bool = False) -> subprocess.Popen[str]:
+    """The command line in a session of its own; ``background``: started as a
+    shell starts ``cmd &`` without job control, SIGINT ignored."""
     return subprocess.Popen(
         [sys.executable, "-m", "inboxsim.cli", *args],
         env=dict(os.environ, TMPDIR=str(tmp)),
@@ -305,7 +307,35 @@ def cli(*args: str, tmp: Path) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if background else None,
     )
+
+
+def test_a_background_job_stays_deaf_to_sigint_and_sigterm_still_stops_it(
+    tmp_path: Path, tag: str
+) -> None:
+    """A program started in the background of a script inherits SIGINT
+    ignored and keeps it so (the terminal's Ctrl-C is not meant for it): the
+    supervisor relays no SIGINT, the harness installs no handler for it.
+    SIGTERM is still the graceful stop."""
+    (tmp_path / "tmp").mkdir()
+    db = str(tmp_path / "z.duckdb")
+    run = cli("sweep", "--seeds", "100000", "--ops", "20", "--jobs", "1", "--db", db,
+              tmp=tmp_path / "tmp", background=True)  # fmt: skip
+    try:
+        assert run.stderr is not None
+        run.stderr.readline()  # the first progress line: the harness is running
+        os.killpg(run.pid, signal.SIGINT)
+        with pytest.raises(subprocess.TimeoutExpired):
+            run.wait(timeout=3)  # a SIGINT it heard would end it at once
+        os.killpg(run.pid, signal.SIGTERM)
+        _, err = run.communicate(timeout=PATIENCE * 3)
+        assert run.returncode == 143
+        assert err.strip().splitlines()[-1].startswith("inboxsim: interrupted by SIGTERM: kept ")
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
 
 
 def test_every_process_of_a_run_ends_with_it_even_a_daemon_of_the_adapter(
