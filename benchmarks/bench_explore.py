@@ -150,12 +150,16 @@ def main() -> int:
 
 
 # The measuring script both sides run (each under its own interpreter): the
-# same call, through the API both releases share; its last line is JSON.
+# same call, through the API both releases share (the explorer moved from
+# sim/ to search/ after 0.2.0); its last line is JSON.
 SCRIPT = """
 import json, sys
 from inboxsim.invariants import Monitor
 from inboxsim.model import PRESETS
-from inboxsim.sim import explore as ex
+try:
+    from inboxsim.search import explore as ex
+except ImportError:
+    from inboxsim.sim import explore as ex
 
 a = json.loads(sys.argv[1])
 def progress(level, states, transitions):
