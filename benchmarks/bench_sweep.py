@@ -51,6 +51,22 @@ top own times were Monitor.feed, isinstance, dict.get, list.append, the
 model's ``_normalize``, Workload.next, Env.hit (365,248 calls), apply's
 ``_request`` and ``canonical_json`` (34,224 calls for 300 seeds, most from
 the retry checker re-encoding both receipts key by key).
+
+Issue 21, second pass (2026-12-01; py-spy, 500 seeds x 100 ops, ``inboxsim
+sweep --jobs 1``): checkers 27.5 %, model 17.8 % (+2 % observe), store
+14.2 % (imports and the database included), simulator 14.2 %, generated
+dataclass ``__init__`` 9.0 % (frozen values: each field an
+``object.__setattr__``, ~3.7x a plain slots class; left, the model's values
+stay frozen), encoding 6.7 %, JSON 6.6 %. Kept: ``Tx.freeze`` reuses the
+runs and work mappings a transition left unchanged; one canonical encoder
+with its C scanner built once (``model/values``); a request's payload text
+encoded once per request object. Work per seed, by valgrind instruction
+count (load-independent; 15 seeds x 100 ops in process, tables built):
+49.6 M at the start of the pass, 47.8 M after, the release 52.9 M (1.07x
+-> 1.11x less). This benchmark at load 15-22 (CPU time): 39.1 s vs the
+release's 41.4 s, 1.06x (the same 1.06x before the pass: the 4 % is below
+this load's noise); checked ops per CPU second 6,592 vs Hypothesis's 1,726,
+3.82x (the release 3.57x). Goals (1.55x; 6x) not met.
 """
 
 from __future__ import annotations

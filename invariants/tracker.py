@@ -42,6 +42,7 @@ from ..model.ops import (
     Prompt,
     RevertStage,
     Synthetic,
+    payload_text,
 )
 from ..model.policy import Policy
 from ..model.values import Call, Crashed, Err, Event, Ok, canonical_json
@@ -392,7 +393,7 @@ class Tracker:
 
     def payload(self, op: Op) -> str:
         if isinstance(op, (Prompt, Synthetic)):
-            return canonical_json(op.payload())
+            return payload_text(op)
         return "{}"
 
     def delivery(self, op: Op) -> str | None:

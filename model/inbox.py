@@ -17,10 +17,10 @@ in the index (``store.py``): an ID a committed revert freed has no owner
 
 from __future__ import annotations
 
-from .ops import Compact, Fork, Prompt, Synthetic
+from .ops import Compact, Fork, Prompt, Synthetic, payload_text
 from .state import Failed, Tx
 from .store import SessionLog
-from .values import Message, Receipt, canonical_json, parse_json
+from .values import Message, Receipt, parse_json
 
 _CONFLICT = {"user": "prompt_conflict", "synthetic": "synthetic_conflict"}
 
@@ -30,7 +30,7 @@ def admit(tx: Tx, op: Prompt | Synthetic) -> Receipt:
     kind = "user" if isinstance(op, Prompt) else "synthetic"
     log = tx.session(op.session)
     delivery = _delivery(tx, op, kind)
-    data = canonical_json(op.payload())
+    data = payload_text(op)
     if op.input is None:
         return _admit_new(tx, log, tx.fresh_id("in-"), kind, data, delivery)
     owner = tx.store.owner(op.input)

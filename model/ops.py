@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from .values import canonical_json
+
 
 @dataclass(frozen=True, slots=True)
 class Op:
@@ -161,6 +163,27 @@ class CrashOp(Op):
     """The ``crash`` operation (feature ``crash_op``): drop volatile state."""
 
     OP: ClassVar[str] = "crash"
+
+
+# The canonical text of a request's payload, by request object: the model's
+# admission and the checkers judging that step both read it, from the same
+# object. Keyed by identity, each entry holding its request so that the id is
+# not reused while the entry lives; bounded, since an entry never goes stale
+# (a request is a frozen value).
+_PAYLOAD_TEXT: dict[int, tuple[Op, str]] = {}
+_PAYLOAD_TEXT_MOST = 1024
+
+
+def payload_text(op: Prompt | Synthetic) -> str:
+    """``canonical_json(op.payload())``, encoded once per request object."""
+    entry = _PAYLOAD_TEXT.get(id(op))
+    if entry is not None and entry[0] is op:
+        return entry[1]
+    text = canonical_json(op.payload())
+    if len(_PAYLOAD_TEXT) >= _PAYLOAD_TEXT_MOST:
+        _PAYLOAD_TEXT.clear()
+    _PAYLOAD_TEXT[id(op)] = (op, text)
+    return text
 
 
 OPS: dict[str, type[Op]] = {

@@ -122,6 +122,7 @@ class Tx:
     """Mutable scratchpad of one operation; see the module docstring."""
 
     __slots__ = (
+        "given",
         "policy",
         "store",
         "runs",
@@ -135,6 +136,7 @@ class Tx:
     )
 
     def __init__(self, state: State, now: int, crash_at: str | None) -> None:
+        self.given = state
         self.policy = state.policy
         self.store = state.store
         self.runs = dict(state.runs)
@@ -147,14 +149,14 @@ class Tx:
         self.events: list[Event] = []
 
     def freeze(self) -> State:
+        """The state this transition leaves. A volatile mapping it left as it
+        found it is the given state's own, not the copy (most requests touch
+        no execution's entry), so an observer tells "unchanged" by identity."""
+        given = self.given
+        runs = given.runs if self.runs == given.runs else self.runs
+        work = given.work if self.work == given.work else self.work
         return State(
-            self.policy,
-            self.store,
-            self.runs,
-            self.step_limit,
-            self.counter,
-            self.work,
-            tuple(self.wakes),
+            self.policy, self.store, runs, self.step_limit, self.counter, work, tuple(self.wakes)
         )
 
     def log(self, session: str) -> SessionLog:

@@ -9,7 +9,9 @@ and every value stays hashable for the explorer's visited-state set.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Literal
 
 InputType = Literal["user", "synthetic", "compaction"]
@@ -63,16 +65,30 @@ def _normalize(value: Any) -> Any:
 
 def canonical_json(value: Any) -> str:
     """The canonical text of a JSON value: the unit of payload identity."""
-    return json.dumps(_normalize(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return encode_json(_normalize(value))
 
 
+# One encoder with the canonical settings, built once: ``json.dumps`` with
+# keyword arguments builds a new encoder object on every call, and even a kept
+# ``JSONEncoder`` builds its C scanner per call. Where the C scanner exists it
+# is built once here (no cycle check: the values are JSON values, acyclic).
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_encode: Callable[[Any], str] = _ENCODER.encode
+if c_make_encoder is not None:
+    _scan = c_make_encoder(
+        None, _ENCODER.default, encode_basestring, None, ":", ",", True, False, True
+    )
+
+    def _encode_scanned(value: Any) -> str:
+        return "".join(_scan(value, 0))
+
+    _encode = _encode_scanned
 
 
 def encode_json(value: Any) -> str:
     """Canonical text of a value already normalized (built by the model, or
     parsed back from canonical text): skips the normalizing walk."""
-    return "{}" if value == {} else _ENCODER.encode(value)
+    return "{}" if value == {} else _encode(value)
 
 
 def parse_json(text: str) -> Any:

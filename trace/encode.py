@@ -12,30 +12,14 @@ checks that both equal what :mod:`inboxsim.trace.record` computes generically
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import fields
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring
 from typing import Any
 
 from ..model import Call, Event, Op
+from ..model.values import encode_json as _encode
 from .record import MessageView, Observed, PendingView, Step, TraceHeader, reply_wire
-
-# One encoder, built once, with trace.canonical's settings: json.dumps with
-# keyword arguments builds a new encoder object on every call, and even a kept
-# JSONEncoder builds its C scanner per call. Where the C scanner exists it is
-# built once here (no cycle check: the values are the harness's own, acyclic).
-_generic = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-_encode: Callable[[Any], str] = _generic.encode
-if c_make_encoder is not None:
-    _scan = c_make_encoder(
-        None, _generic.default, encode_basestring, None, ":", ",", True, False, True
-    )
-
-    def _encode_fast(value: Any) -> str:
-        return "".join(_scan(value, 0))
-
-    _encode = _encode_fast
 
 # Field names of each operation type, looked up once (dataclasses.fields is slow).
 _OP_FIELDS: dict[type, tuple[str, ...]] = {}
