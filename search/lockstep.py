@@ -104,6 +104,10 @@ OP_FEATURE = {
     "interrupt": "interrupt",
     "crash": "crash_op",
 }
+# A target's concurrent groups (and the pause points that schedule them) are
+# judged by the linearizability search against the model in process, not by a
+# model op: the model's hello does not list them, and they are tested all the same.
+JUDGED_BY_THE_SEARCH = ("group", "pause_points")
 REFERENCES = ("input", "message", "before", "call")  # request fields that may carry a generated ID
 
 
@@ -785,7 +789,7 @@ class LockstepTarget:
                 self.not_testable.setdefault(
                     "metadata", "the target's hello lists no_metadata: its prompts take none"
                 )
-            elif f not in self.m.features:
+            elif f not in self.m.features and f not in JUDGED_BY_THE_SEARCH:
                 self.not_testable.setdefault(f, f"{f} not in the model's hello features")
         for f in self.m.features:
             if f not in self.t.features:

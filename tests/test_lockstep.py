@@ -218,6 +218,25 @@ def test_a_missing_feature_is_skipped_on_both_sides_and_recorded() -> None:
     assert lock.steps == 1  # nothing was sent
 
 
+def test_a_target_s_groups_are_not_called_untestable() -> None:
+    """The model's hello lists no ``group``: the search judges groups against
+    the model in process. The report said "group: not testable" on runs whose
+    groups were sent and judged; an unknown feature still is."""
+
+    class Grouping(ModelTarget):
+        def request(self, op: Op, crash_at: str | None = None) -> tuple[Reply, Observed]:
+            reply, obs = super().request(op, crash_at)
+            if isinstance(op, Hello) and isinstance(reply, Ok):
+                feats = [*reply.result["features"], "group", "pause_points", "teleport"]
+                reply = Ok({**reply.result, "features": feats})
+            return reply, obs
+
+    lock = LockstepTarget(ModelTarget(G4, 4), Grouping(G4, 4))
+    lock.request(Hello(0, step_limit=4))
+    assert "group" not in lock.not_testable and "pause_points" not in lock.not_testable
+    assert lock.not_testable["teleport"] == "teleport not in the model's hello features"
+
+
 def test_another_step_allowance_makes_allowance_rules_not_testable() -> None:
     class OtherLimit(ModelTarget):
         def request(self, op: Op, crash_at: str | None = None) -> tuple[Reply, Observed]:
