@@ -65,6 +65,7 @@ from ..targets.adapter import (
 )
 from ..targets.protocol import ProtocolError
 from ..targets.target import ModelTarget
+from ..trace.record import group_of, unseen
 from .group_repro import shrink_concurrent_seed
 from .mutants import MUTANTS, check_mutant
 
@@ -540,7 +541,10 @@ def _seed_once(
     else:
         steps = result.ops
         kills = sum(1 for s in result.trace.steps if s.kind == "crash")
-        crashes = sum(1 for s in result.trace.steps if isinstance(s.reply, Crashed))
+        mid_group = sum(1 for s in result.trace.steps if s.kind == "crash" and group_of(s.decision))
+        crashes = sum(
+            1 for s in result.trace.steps if isinstance(s.reply, Crashed) and not unseen(s.reply)
+        )
         requests = len(result.trace.steps)  # every request, restarts and liveness included
         exercised = set(result.exercised)
         violations = [(v.invariant, v.message) for v in result.violations]
@@ -553,7 +557,8 @@ def _seed_once(
                 "seed",
                 str(seed),
                 "held",
-                f"{result.ops} steps, {kills} kills, {crashes} failpoint crashes",
+                f"{result.ops} steps, {kills} kills ({mid_group} mid-group), "
+                f"{crashes} failpoint crashes",
                 repro,
             )
     finally:

@@ -73,20 +73,24 @@ class Taped:
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.lock, attr)
 
-    def _tape(self, ops: Sequence[Op], schedule: Sequence[int], crash_at: str | None) -> None:
+    def _tape(
+        self, ops: Sequence[Op], schedule: Sequence[int], crash_at: Sequence[str | None]
+    ) -> None:
         model = self.lock.model
         assert isinstance(model, ModelTarget)
         named = [self.lock.model_op(op) for op in ops]
-        self.tables.append(step_table(named, schedule, [crash_at], model.state))
+        self.tables.append(step_table(named, schedule, crash_at, model.state))
 
     def request(self, op: Op, crash_at: str | None = None) -> tuple[Reply, Observed]:
         if not isinstance(op, Hello):
-            self._tape([op], (), crash_at)
+            self._tape([op], (), [crash_at])
         return self.lock.request(op, crash_at)
 
-    def group_steps(self, ops: list[Op], schedule: list[int]) -> GroupSteps:
-        self._tape(ops, schedule, None)
-        return self.lock.group_steps(ops, schedule)
+    def group_steps(
+        self, ops: list[Op], schedule: list[int], crash_at: Sequence[str | None] = ()
+    ) -> GroupSteps:
+        self._tape(ops, schedule, crash_at)
+        return self.lock.group_steps(ops, schedule, crash_at)
 
     def kill(self) -> Observed:
         self.tables.append({"kill": True})

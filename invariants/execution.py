@@ -524,7 +524,7 @@ class InterruptChecker(Checker):
                     "session_not_found",
                 )
             return
-        if ctx.crashed:
+        if ctx.crashed or ctx.unseen:  # no reply to judge (a kill mid-group: unseen)
             return
         if sid not in ctx.calls_before:
             env.hit(IDLE_INTERRUPT)

@@ -41,6 +41,8 @@ def _code(ctx: StepCtx) -> str:
         return f"failed with {code}"
     if ctx.crashed:
         return "crashed"
+    if ctx.unseen:
+        return "took effect (killed in flight, its reply unseen)"
     return "succeeded"
 
 
@@ -344,7 +346,7 @@ class ConcurrentRetryChecker(Checker):
 
     def end(self, ctx: StepCtx) -> None:
         op, reply = ctx.op, ctx.reply
-        if not self._enter(ctx) or op is None or reply is None or ctx.crashed:
+        if not self._enter(ctx) or op is None or reply is None or ctx.crashed or ctx.unseen:
             return
         if getattr(op, "input", None) is None:
             return

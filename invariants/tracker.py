@@ -46,7 +46,7 @@ from ..model.ops import (
 )
 from ..model.policy import Policy
 from ..model.values import Call, Crashed, Err, Event, Ok, canonical_json
-from ..trace.record import MessageView, PendingView, Step, group_of
+from ..trace.record import MessageView, PendingView, Step, group_of, unseen
 
 EXEC_TYPES = frozenset({"execution_started", "promoted", "step_started", "compaction_started"})
 TERMINALS = frozenset({"execution_succeeded", "execution_failed", "execution_interrupted"})
@@ -218,6 +218,7 @@ class StepCtx:
         "ok",
         "err",
         "crashed",
+        "unseen",
         "crash_point",
         "session",
         "answered",
@@ -249,12 +250,17 @@ class StepCtx:
         self.err = isinstance(reply, Err)
         # A kill between requests, a failpoint, or the ``crash`` operation
         # (feature crash_op): volatile state is gone in each case.
+        # A group member killed in flight whose reply nobody saw (``UNSEEN``)
+        # is neither: not ok, not an error, not a crash (the kill is its own step).
+        self.unseen = unseen(reply)
         self.crashed = (
             step.kind == "crash"
-            or isinstance(reply, Crashed)
+            or (isinstance(reply, Crashed) and not self.unseen)
             or (isinstance(self.op, CrashOp) and isinstance(reply, Ok))
         )
-        self.crash_point: str | None = reply.point if isinstance(reply, Crashed) else None
+        self.crash_point: str | None = (
+            reply.point if isinstance(reply, Crashed) and not self.unseen else None
+        )
         self.result: dict[str, Any] = reply.result if isinstance(reply, Ok) else {}
         self.session: str | None = getattr(self.op, "session", None) or None
         self.answered: Call | None = None

@@ -42,11 +42,12 @@ from ..model import (
     Pending,
     Policy,
     Reply,
+    RunnerStep,
     State,
     apply,
     initial_state,
 )
-from ..targets.group import GroupReply
+from ..targets.group import Cut, GroupReply
 from ..targets.target import hello_op
 from ..trace.record import MessageView, Observed, PendingView
 from .history import Group, Request, Shown, Unknown, returned_from_wire, shown_from_wire
@@ -275,6 +276,19 @@ def _request(op: Op, outcome: Mapping[str, Any] | None) -> Request:
     return Request(
         op, float(outcome["invoked"]), float(outcome["completed"]), returned_from_wire(outcome)
     )
+
+
+def moves_of(verdict: Legal) -> list[int | RunnerStep | Cut]:
+    """The legal order's moves as ``group_members`` replays them: a request
+    by its index, a runner transition, the one cut at the kill's failpoint;
+    the kill itself left out (the caller records it)."""
+    moves: list[int | RunnerStep | Cut] = []
+    for m in verdict.order:
+        if m.request is not None:
+            moves.append(m.request)
+        elif m.step is not None:
+            moves.append(m.step if m.crash_at is None else Cut(m.step, m.crash_at))
+    return moves
 
 
 def failed(checks: Sequence[GroupCheck]) -> list[GroupCheck]:

@@ -98,7 +98,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..model import (
@@ -131,10 +131,12 @@ WAKES_LAST = True  # which legal order is found first (``_Search._walk``); a tes
 @dataclass(frozen=True, slots=True)
 class Move:
     """One transition of an order: request ``request``'s own effect, the
-    runner transition ``step``, or the kill."""
+    runner transition ``step`` (with ``crash_at``: cut at that failpoint, the
+    last move before the kill), or the kill."""
 
     request: int | None = None
     step: RunnerStep | None = None
+    crash_at: str | None = None
 
     @property
     def kill(self) -> bool:
@@ -144,11 +146,12 @@ class Move:
         if self.request is not None:
             return f"r{self.request} {describe(group.requests[self.request].op)}"
         if self.step is not None:
-            return str(self.step)
+            return str(self.step) + (f", died at {self.crash_at}" if self.crash_at else "")
         return "kill"
 
 
 KILL = Move()
+RUNNER_POINTS = ("mid_promotion", "after_promotion")  # failpoints inside a runner transition
 
 
 @dataclass(frozen=True, slots=True)
@@ -532,6 +535,9 @@ class _Search:
                 end, killed = state.crashed(), order + (KILL,)
                 if self._ends(end, m, killed, done) and self._legal(end, m, killed):
                     return killed
+                cut = self._cut(state, done, m, order)
+                if cut is not None:
+                    return cut
             elif not state.busy and self._ends(state, m, order, done):
                 if self._legal(state, m, order):
                     return order
@@ -557,6 +563,29 @@ class _Search:
                 return found
         if key is not None:
             self.seen.add(key)  # every continuation failed, or every end is in ``ends``
+        return None
+
+    def _cut(
+        self, state: State, done: frozenset[int], m: Match, order: tuple[Move, ...]
+    ) -> tuple[Move, ...] | None:
+        """The kill inside a runner transition: each enabled one cut at each
+        runner failpoint it reaches (a batch's first promotion durable, or
+        its promotions durable and its call not open), then the kill."""
+        for step in enabled(state):
+            if step.at == WAKE:
+                continue  # a wake has no failpoint inside: only where it leads
+            for point in RUNNER_POINTS:
+                after = advance(state, step, self.now, point)
+                if after.crashed is None:
+                    continue  # never reached: the same as the whole transition
+                cut = order + (Move(step=step, crash_at=point), KILL)
+                try:
+                    m2 = self._logged(after.state, after.events, m)
+                except Mismatch as mismatch:
+                    self._dead(cut, done, str(mismatch))
+                    continue
+                if self._ends(after.state, m2, cut, done) and self._legal(after.state, m2, cut):
+                    return cut
         return None
 
     def _legal(self, state: State, m: Match, order: tuple[Move, ...]) -> bool:
@@ -694,7 +723,10 @@ def observe(
 def _merge(group: Group, orders: list[tuple[Move, ...]]) -> tuple[Move, ...]:
     """One order of every part's moves that keeps each part's order and real
     time (a topological order; locality says one exists)."""
-    queues = [[m for m in order if not m.kill] for order in orders]
+    # A part's cut (a runner transition at a failpoint) is its last move;
+    # the cuts go last of all, just before the kill.
+    queues = [[m for m in order if not m.kill and m.crash_at is None] for order in orders]
+    cuts = [m for order in orders for m in order if m.crash_at is not None]
     heads = [0] * len(queues)
     placed: set[int] = set()
     out: list[Move] = []
@@ -720,6 +752,7 @@ def _merge(group: Group, orders: list[tuple[Move, ...]]) -> tuple[Move, ...]:
         out.append(move)
         if move.request is not None:
             placed.add(move.request)
+    out.extend(cuts)
     if group.killed:
         out.append(KILL)
     return tuple(out)
@@ -744,6 +777,11 @@ def _follow(group: Group, order: tuple[Move, ...], start: Match) -> tuple[State,
             assert isinstance(out.reply, (Ok, Err))
             m = compare.reply(r.op, out.reply, r.returned, m, f"r{move.request}'s reply")
             state = out.state
+        elif move.step is not None and move.crash_at is not None:
+            # cut at its failpoint: the durable state so far, the process
+            # still up for the other parts' cuts (the kill comes after them)
+            cut = advance(state, move.step, now, move.crash_at).state
+            state = replace(cut, runs=state.runs, work=state.work, wakes=state.wakes)
         elif move.step is not None:
             state = advance(state, move.step, now).state
         else:

@@ -80,6 +80,7 @@ from ..targets.target import ModelTarget, Target, group_members, observe
 from ..trace.decode import call_from_wire, message_from_wire, pending_from_wire
 from ..trace.record import (
     NOTHING,
+    UNSEEN,
     MessageView,
     Observed,
     PendingView,
@@ -87,7 +88,7 @@ from ..trace.record import (
     reply_wire,
 )
 from . import compare
-from .groups import history, renamed
+from .groups import history, moves_of, renamed
 from .history import Msg, Row, Shown
 from .linearize import Legal, linearize
 
@@ -129,7 +130,7 @@ class NotTestable(HarnessError):
 
 def _group_reply(outcome: dict[str, Any] | None) -> Reply:
     if outcome is None or outcome.get("unknown"):
-        return Crashed("group")
+        return Crashed(UNSEEN)
     return member_reply(outcome)
 
 
@@ -617,7 +618,14 @@ class LockstepTarget:
         self._compare(op, wire, m_reply, m_obs, t_reply, t_obs)
         return t_reply, t_obs
 
-    def group_steps(self, ops: list[Op], schedule: list[int]) -> GroupSteps:
+    @property
+    def group_kills(self) -> bool:
+        """A kill mid-group is sent where the target serves groups and failpoints."""
+        return "group" in self.t.features and "failpoints" in self.features()
+
+    def group_steps(
+        self, ops: list[Op], schedule: list[int], crash_at: Sequence[str | None] = ()
+    ) -> GroupSteps:
         """A concurrent group (issue 19): sent to the target as one ``group``
         (with the schedule, used where it has pause points), judged by the
         linearizability search from the model's state (``linearize.py``), and
@@ -637,7 +645,9 @@ class LockstepTarget:
             raise NotTestable(f"group: not in the target's hello features ({self.target.name})")
         model_ops = [self._translate(op) for op in ops]
         sent = None if self.free else schedule
-        served, t_obs = self.target.group(list(ops), sent)  # type: ignore[attr-defined]
+        more = (list(crash_at),) if any(crash_at) else ()
+        served, t_obs = self.target.group(list(ops), sent, *more)  # type: ignore[attr-defined]
+        killed = served.killed or any(o is None or o.get("unknown") for o in served.outcomes)
         before = model.state
         pending_before, transcript_before = dict(self.t.pending), dict(self.t.transcript)
         self.t.absorb(t_obs)
@@ -660,7 +670,7 @@ class LockstepTarget:
             if sid in self.t.pending or sid in self.t.transcript
         }
         ids = {m: t for name, t in self.t.raw.items() if (m := self.m.raw.get(name)) is not None}
-        group = history(before, model_ops, served.outcomes, after, ids)
+        group = history(before, model_ops, served.outcomes, after, ids, killed)
         verdict = linearize(group)
         replies = [_group_reply(o) for o in served.outcomes]
         self.steps += 1
@@ -675,16 +685,16 @@ class LockstepTarget:
                 for i, reply in enumerate(replies)
             ]
             return GroupSteps(members, served.pauses, NotLinearizable(group, verdict, self))
-        order = [m.request if m.step is None else m.step for m in verdict.order if not m.kill]
+        order = moves_of(verdict)
         now = max(op.now for op in ops)
-        steps, state = group_members(before, model_ops, order, now, end=verdict.state)  # type: ignore[arg-type]
-        model.state = state
+        steps, state = group_members(before, model_ops, order, now, busy_end=killed)
+        model.state = verdict.state if killed else state
         for m_id, t_id in verdict.ids.items():  # both sides name the new IDs alike from now on
             if t_id not in self.t.label and m_id not in self.m.label:
                 self.m.id(m_id)
                 self.t.id(t_id)
         self.replies.extend(_said(o, self.t.label) for o in served.outcomes)
-        m_obs = observe(before, state, tuple(e for s in steps for e in s.observed.events))
+        m_obs = observe(before, model.state, tuple(e for s in steps for e in s.observed.events))
         self.m.absorb(m_obs)
         # The target shows nothing between a group's requests: each member
         # carries the target's own events, cut where the model's order puts
@@ -697,7 +707,7 @@ class LockstepTarget:
         so_far: list[Event] = []
         for k, member in enumerate(steps):
             so_far.extend(placed[k])
-            if k == len(steps) - 1:  # the target's own views after the group
+            if k == len(steps) - 1 and not killed:  # the target's own views after the group
                 obs = self._shown(Observed(tuple(placed[k])))
             else:  # the model's, each row and message as the target shows it
                 rows, msgs = _by_id(pending_before, transcript_before, self.t, so_far)
@@ -715,8 +725,15 @@ class LockstepTarget:
                     shown.calls,
                 )
             members.append(
-                Member(member.position, replies[member.position], obs, k < len(steps) - 1)
+                Member(
+                    member.position,
+                    replies[member.position],
+                    obs,
+                    member.busy or k < len(steps) - 1,
+                )
             )
+        if killed:  # the kill's own step: what the restarted target shows
+            return GroupSteps(members, served.pauses, kill=self._shown(NOTHING))
         return GroupSteps(members, served.pauses)
 
     def _shown(self, observed: Observed) -> Observed:

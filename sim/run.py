@@ -35,7 +35,16 @@ from ..model import Answer, Crashed, Ok, Op, Policy, Prompt, Resume
 from ..targets.target import ModelTarget, Target, hello_op
 from ..trace.encode import StepText, step_text, trace_hash_of
 from ..trace.probes import ProbeFold
-from ..trace.record import Observed, Phase, Step, StepKind, Trace, TraceHeader, group_label
+from ..trace.record import (
+    Observed,
+    Phase,
+    Step,
+    StepKind,
+    Trace,
+    TraceHeader,
+    group_label,
+    unseen,
+)
 from ..trace.view import View
 from . import checkers
 from .checkers import MonitorFactory, ViolationFactory
@@ -253,7 +262,8 @@ def _safety(
         if raced is not None:
             if _group(rec, target, workload, ch, *raced):
                 return True, now
-            if isinstance(rec.steps[-1].reply, Crashed):  # killed mid-group
+            last = rec.steps[-1]
+            if last.kind == "crash" or isinstance(last.reply, Crashed):  # killed mid-group
                 if _restart(rec, target, swarm, now, "safety"):
                     return True, now
             continue
@@ -290,15 +300,17 @@ def _group(
     schedule = [ch.below(SCHEDULE_SPAN) for _ in range(SCHEDULE_DRAWS * len(ops))]
     crash_at = [a.crash_at for a in actions if a.op is not None]
     more = (crash_at,) if any(crash_at) else ()  # a target without kills need not take them
-    members, _, failure, crash = target.group_steps(ops, schedule, *more)
+    members, _, failure, crash, kill = target.group_steps(ops, schedule, *more)
     first = len(rec.steps)
     learnt = set()
     for m in members:
         action = actions[m.position]
         label = group_label(first, race, m.busy)
-        if rec.add("safety", label, action.op, None, m.reply, m.observed):
+        in_flight = unseen(m.reply)  # killed in flight, took effect (trace.record.UNSEEN)
+        point = action.crash_at if in_flight else None
+        if rec.add("safety", label, action.op, point, m.reply, m.observed):
             return True
-        outcome = "ok" if isinstance(m.reply, Ok) else "err"
+        outcome = "unknown" if in_flight else "ok" if isinstance(m.reply, Ok) else "err"
         workload.learn(m.position % workload.swarm.clients, action, outcome)
         learnt.add(m.position)
     if crash is not None:  # killed mid-group: the member that died in its admission
@@ -306,6 +318,10 @@ def _group(
         label = group_label(first, race)  # its Crashed reply says it died
         if rec.add("safety", label, action.op, action.crash_at, crash.reply, crash.observed):
             return True
+    if kill is not None:  # killed mid-group, the kill a step of its own
+        if rec.add("safety", group_label(first, race), None, None, None, kill):
+            return True
+    if crash is not None or kill is not None:
         for k, sent in enumerate(actions):
             if k not in learnt:
                 workload.learn(k % workload.swarm.clients, sent, "unknown")

@@ -55,7 +55,6 @@ CHILDREN = ("f1", "f2", "f3")
 # Requests whose handling can reach a failpoint, and the failpoints each can
 # reach: only these carry crash_at (a crash_at a request cannot reach would be
 # a wasted fault).
-ADMIT = "after_admit"  # the failpoint a group member may carry (Workload.race)
 REACHABLE = {
     Prompt: ("after_admit", "mid_promotion", "after_promotion"),
     Synthetic: ("after_admit", "mid_promotion", "after_promotion"),
@@ -230,17 +229,19 @@ class Workload:
         actions = first + [
             self._racer(race, session, ident, now, k) for k in range(size - len(first))
         ]
-        # A kill mid-group: one member carries a failpoint, at the seed's
-        # failpoint rate, where the target serves it (a seed whose rate is 0,
-        # or a target that does not, draws nothing more: the same groups).
-        # Only ``after_admit`` for now: a member dying in its own admission is
-        # a failpoint step, as alone; a runner transition dying mid-group has
-        # no trace step of its own yet (the search judges it: group files).
-        armed = [k for k, a in enumerate(actions) if ADMIT in self._crash.get(type(a.op), ())]
+        # A kill mid-group: one member carries a failpoint it can reach, at
+        # the seed's failpoint rate, where the target serves it (a seed whose
+        # rate is 0, or a target that does not, draws nothing more: the same
+        # groups). A member dying in its own admission (``after_admit``) is a
+        # failpoint step, as alone; a runner transition dying (``mid_promotion``,
+        # ``after_promotion``) leaves its events to the member it works for and
+        # the kill is a step of its own (``targets.target.ModelTarget.group_steps``).
+        armed = [k for k, a in enumerate(actions) if self._crash.get(type(a.op))]
         rate = self.swarm.failpoint_rate
         if armed and self.group_kills and rate > 0 and ch.chance(rate):
             k = ch.pick(armed)
-            actions[k] = replace(actions[k], crash_at=ADMIT)
+            point = ch.pick(self._crash[type(actions[k].op)])
+            actions[k] = replace(actions[k], crash_at=point)
         return race, actions
 
     def _racer(self, race: str, session: str, ident: str, now: int, k: int) -> Action:

@@ -86,6 +86,18 @@ class GroupSteps(NamedTuple):
     # A kill mid-group: the member whose own admission reached its failpoint,
     # its reply (``Crashed``) and what it changed up to the restart.
     crash: Member | None = None
+    # A kill mid-group that no member's step shows (a runner transition died,
+    # or a target's members in flight: ``trace.record.UNSEEN``): the kill's
+    # own step (no request), with what the target showed after its restart.
+    kill: Observed | None = None
+
+
+class Cut(NamedTuple):
+    """A runner transition cut at a failpoint inside it (``mid_promotion``,
+    ``after_promotion``): the last move of an order before a kill."""
+
+    step: RunnerStep
+    point: str
 
 
 def member_reply(outcome: dict[str, Any]) -> Reply:

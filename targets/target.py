@@ -10,11 +10,13 @@ failpoint) and returns the reply and what changed, as an
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from ..model import (
     Call,
     Crashed,
+    Event,
     Hello,
     Op,
     Policy,
@@ -29,7 +31,7 @@ from ..model import (
 )
 from ..model.store import SessionLog
 from ..trace.record import MessageView, Observed, PendingView
-from .group import GroupReply, GroupSteps, Member, member_reply, serve_group
+from .group import Cut, GroupReply, GroupSteps, Member, member_reply, serve_group
 
 
 class Target(Protocol):
@@ -109,26 +111,34 @@ class ModelTarget:
         failpoint (``after_admit``: in the member's own effect), the members
         placed before it are steps as usual and the dying member's step is the
         ``crash``, a failpoint's step as when sent alone; the members never
-        placed took no effect."""
+        placed took no effect. Killed inside a runner transition
+        (``mid_promotion``, ``after_promotion``), the transition's events up
+        to the failpoint go to the step of the request it works for (as any
+        runner transition's do) and the kill is a step of its own (``kill``)."""
         start = self.state
         served = serve_group(start, ops, list(range(1, len(ops) + 1)), schedule, crash_at)
         moves = served.moves[:-1] if served.killed else served.moves
-        order: list[int | RunnerStep] = []
+        order: list[int | RunnerStep | Cut] = []
         for m in moves:
             move = m.request if m.step is None else m.step
             assert move is not None
             order.append(move)
+        point = next((p for p in crash_at if p is not None), "")
+        died = served.moves[-1] if served.killed else None
+        if died is not None and died.step is not None:
+            order.append(Cut(died.step, point))
         now = max(op.now for op in ops)
         replies = [member_reply(o) if "ok" in o else Crashed("group") for o in served.outcomes]
         members, state = group_members(start, ops, order, now, replies, busy_end=served.killed)
         self.state = served.state
-        if not served.killed:
+        if died is None:
             return GroupSteps(members, served.pauses)
-        died, point = served.moves[-1].request, next(p for p in crash_at if p is not None)
-        if died is None:  # a runner transition died: no trace step of its own yet
-            raise ValueError(f"a group's trace takes a kill in a member's admission, not {point}")
-        crashed = observe(state, served.state, request(state, ops[died], point).events)
-        return GroupSteps(members, served.pauses, crash=Member(died, Crashed(point), crashed))
+        if died.request is None:  # a runner transition died: the kill's own step
+            return GroupSteps(members, served.pauses, kill=observe(state, served.state, ()))
+        crashed = observe(state, served.state, request(state, ops[died.request], point).events)
+        return GroupSteps(
+            members, served.pauses, crash=Member(died.request, Crashed(point), crashed)
+        )
 
     def kill(self) -> Observed:
         before = self.state
@@ -142,7 +152,7 @@ class ModelTarget:
 def group_members(
     start: State,
     ops: Sequence[Op],
-    order: Sequence[int | RunnerStep],
+    order: Sequence[int | RunnerStep | Cut],
     now: int,
     replies: Sequence[Reply] | None = None,
     end: State | None = None,
@@ -174,14 +184,16 @@ def group_members(
 def _along(
     start: State,
     ops: Sequence[Op],
-    order: Sequence[int | RunnerStep],
+    order: Sequence[int | RunnerStep | Cut],
     replies: Sequence[Reply] | None,
     now: int,
     attribute: bool,
     busy_end: bool = False,
 ) -> tuple[list[Member], State] | None:
     placed: list[int] = []  # request indexes, in order
-    runs: dict[int, list[RunnerStep]] = {}  # position in placed -> runner transitions after it
+    runs: dict[
+        int, list[RunnerStep | Cut]
+    ] = {}  # position in placed -> runner transitions after it
     latest: dict[str, int] = {}  # session -> position of its latest request that changed something
     state = start
     for move in order:
@@ -196,8 +208,9 @@ def _along(
                     latest[sid] = len(placed) - 1
             state = out.state
         else:
-            state = advance(state, move, now).state
-            at = latest.get(move.session, len(placed) - 1) if attribute else len(placed) - 1
+            state = _advance(state, move, now)[0]
+            mine = move.step.session if isinstance(move, Cut) else move.session
+            at = latest.get(mine, len(placed) - 1) if attribute else len(placed) - 1
             runs[at].append(move)
     members: list[Member] = []
     state = start
@@ -208,15 +221,29 @@ def _along(
             return None
         state, events = out.state, list(out.events)
         for step in runs[k]:
-            if step not in enabled(state):
+            if (step.step if isinstance(step, Cut) else step) not in enabled(state):
                 return None
-            after = advance(state, step, now)
-            state = after.state
-            events.extend(after.events)
+            state, appended = _advance(state, step, now)
+            events.extend(appended)
         members.append(Member(i, out.reply, observe(before, state, tuple(events)), state.busy))
     if state.busy and not busy_end:
         return None
     return members, state
+
+
+def _advance(state: State, move: RunnerStep | Cut, now: int) -> tuple[State, tuple[Event, ...]]:
+    """One runner transition; a :class:`Cut` one stops at its failpoint with
+    the process still up (the kill is a step of its own): the durable state
+    so far, and the runner's work as it was, so the step's views show the
+    promotions and no call closed yet."""
+    if not isinstance(move, Cut):
+        after = advance(state, move, now)
+        return after.state, after.events
+    after = advance(state, move.step, now, move.point)
+    if after.crashed is None:
+        raise ValueError(f"{move.step} never reaches {move.point}")
+    dying = replace(after.state, runs=state.runs, work=state.work, wakes=state.wakes)
+    return dying, after.events
 
 
 def hello_op(now: int, step_limit: int) -> Hello:

@@ -2,7 +2,8 @@
 
 :func:`simulate` runs a group's requests against the model's fine-grained
 form under a random interleaving (invocations, each request's own
-transition, completions, runner transitions, optionally a kill), records
+transition, completions, runner transitions, optionally a kill, between
+transitions or inside one at a runner failpoint), records
 what a real adapter would, and disguises it as another implementation's:
 generated IDs renamed, seqs and times mapped by increasing functions. Such a
 history is legal by construction, so the checker must say so.
@@ -159,7 +160,16 @@ def simulate(
             steps = enabled(state)
             state = advance(state, rng.choice(steps), NOW).state
     if kill:
-        state = state.crashed()
+        # Half the kills land inside a runner transition, at a failpoint it
+        # reaches (a batch's first promotion, or its call not yet open).
+        inside = [s for s in enabled(state) if s.at != "wake"]
+        point = rng.choice(("mid_promotion", "after_promotion"))
+        cut = (
+            advance(state, rng.choice(inside), NOW, point)
+            if inside and rng.random() < 0.5
+            else None
+        )
+        state = cut.state if cut is not None and cut.crashed else state.crashed()
     requests = []
     for i, op in enumerate(ops):
         if i not in invoked:

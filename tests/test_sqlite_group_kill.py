@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from inboxsim.conformance.catalogue import mutant_command
+from inboxsim.conformance.check import seed_item, target_command
 from inboxsim.model import G4, Answer, Create, Op, Prompt, Synthetic
 from inboxsim.search.groups import GroupCheck, GroupDriver
 from inboxsim.targets.adapter import AdapterTarget
@@ -67,3 +68,27 @@ def test_a_build_that_loses_admitted_rows_across_a_crash_is_caught(tmp_path: Pat
     assert not check.legal
     # the steers acknowledged before the group, gone after the restart
     assert "model [st1, st2, n1], target []" in check.explain()
+
+
+def test_conformance_kills_mid_group_and_the_correct_inbox_holds(tmp_path: Path) -> None:
+    """Seed 23 of ``conformance --target sqlite --concurrency 4``: its one
+    kill is inside a group (a prompt's runner dies at mid_promotion with
+    another prompt in flight); every member came back unknown, and each is
+    a step whose reply nobody saw, then the kill's own step, then the
+    restart. The correct inbox holds."""
+    argv = target_command(None, "sqlite", None, 10.0)[0]
+    outcome = seed_item(23, argv, G4, "g4", 40, 10.0, tmp_path, "sqlite", concurrency=4)
+    assert outcome.item.verdict == "held", outcome.item.detail
+    assert "1 kills (1 mid-group)" in outcome.item.detail
+
+
+@pytest.mark.parametrize("seed", [23, 69])
+def test_conformance_catches_a_lost_inbox_at_a_kill_mid_group(tmp_path: Path, seed: int) -> None:
+    """The same seeds (their first kill inside a group) against the
+    ``volatile-inbox`` build: the rows admitted before the kill, gone after
+    the restart, are named at the group's steps."""
+    argv = mutant_command("volatile-inbox")[0]
+    outcome = seed_item(seed, argv, G4, "g4", 40, 10.0, tmp_path, "volatile", concurrency=4)
+    assert outcome.item.verdict == "violated", outcome.item.detail
+    found = {inv for inv, _ in outcome.violations}
+    assert found & {"durability", "replay-matches-views", "admission-projects-row"}, found

@@ -73,6 +73,20 @@ NOTHING = Observed()
 GROUP = "group"
 
 
+# A kill mid-group (issue 19): a member in flight whose effect the order found
+# places (it took effect, up to a crash point or whole) is a step of its own
+# with the reply ``Crashed(UNSEEN)``: the target never said what it answered,
+# and the process did not die there. It is not a crash: the group's kill is a
+# step of its own (kind "crash", no request), after the group's last member;
+# then the restart. A member the order leaves out took no effect: no step.
+UNSEEN = "unseen"
+
+
+def unseen(reply: Reply | None) -> bool:
+    """A group member's reply that nobody saw (:data:`UNSEEN`)."""
+    return isinstance(reply, Crashed) and reply.point == UNSEEN
+
+
 class GroupMark(NamedTuple):
     first: int  # the index of the group's first step
     busy: bool  # the runner still had work after this step
