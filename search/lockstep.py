@@ -699,8 +699,10 @@ class LockstepTarget:
         # The target shows nothing between a group's requests: each member
         # carries the target's own events, cut where the model's order puts
         # each folded event (the search matched those one for one, in order);
-        # the last carries the rest and the target's views after the group;
-        # every member before it is busy (not a quiescent observation).
+        # the last carries the rest and the target's views after the group
+        # (with a kill, the model's: the kill's own step shows the target's);
+        # a member before it is busy, unless it appended nothing and the
+        # order found left the runner idle after it (an error, a read).
         placed = _place(t_obs.events, [m.observed.events for m in steps])
         names = {**ids, **verdict.ids}
         members = []
@@ -729,7 +731,9 @@ class LockstepTarget:
                     member.position,
                     replies[member.position],
                     obs,
-                    member.busy or k < len(steps) - 1,
+                    # the target's runner may lag the model's order: a member
+                    # with events of its own is busy unless it is the last
+                    member.busy or (k < len(steps) - 1 and bool(placed[k])),
                 )
             )
         if killed:  # the kill's own step: what the restarted target shows
