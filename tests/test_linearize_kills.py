@@ -9,7 +9,7 @@ rest not), and one that no choice explains.
 
 from __future__ import annotations
 
-from inboxsim.search import Group, Illegal, Legal, Request, Shown, Unknown, linearize
+from inboxsim.search import Group, Illegal, Legal, Msg, Request, Row, Shown, Unknown, linearize
 from tests.group_helpers import created
 
 from .test_linearize import S1, ev, msg, prompt, receipt, row
@@ -60,24 +60,17 @@ def test_an_unknown_member_whose_admission_survived_took_effect() -> None:
     assert placed(verdict) == {0, 1}
 
 
+def _both_admitted(pending: Row, shown: Msg, promoted: str) -> Shown:
+    """Steers a and b admitted, an execution started, one promotion logged."""
+    log = (ev(0, "admitted", "a"), ev(1, "admitted", "b"), ev(2, "execution_started"))
+    return Shown((pending,), (shown,), events=log + (ev(3, "promoted", promoted),))
+
+
 def test_a_kill_inside_a_boundary_leaves_the_batch_cut_at_mid_promotion() -> None:
     """Both steers were admitted before the boundary (the log says so), so
     it promotes both at once; only a kill after its first promotion leaves
     b pending. No kill between two transitions gives this."""
-    g = killed(
-        unknown("a"),
-        unknown("b"),
-        after=Shown(
-            (row("b", 1),),
-            (msg("a", 3),),
-            events=(
-                ev(0, "admitted", "a"),
-                ev(1, "admitted", "b"),
-                ev(2, "execution_started"),
-                ev(3, "promoted", "a"),
-            ),
-        ),
-    )
+    g = killed(unknown("a"), unknown("b"), after=_both_admitted(row("b", 1), msg("a", 3), "a"))
     verdict = judged(g)
     assert isinstance(verdict, Legal), verdict.explain(g)
     cut = verdict.order[-2]
@@ -89,20 +82,7 @@ def test_no_choice_of_effects_explains_a_batch_promoted_out_of_order() -> None:
     """b promoted while a, admitted before it, stays pending: no member's
     effect, no crash point, explains it (a boundary takes every steer in
     admission order, and a cut keeps the first)."""
-    g = killed(
-        unknown("a"),
-        unknown("b"),
-        after=Shown(
-            (row("a", 0),),
-            (msg("b", 3),),
-            events=(
-                ev(0, "admitted", "a"),
-                ev(1, "admitted", "b"),
-                ev(2, "execution_started"),
-                ev(3, "promoted", "b"),
-            ),
-        ),
-    )
+    g = killed(unknown("a"), unknown("b"), after=_both_admitted(row("a", 0), msg("b", 3), "b"))
     verdict = judged(g)
     assert isinstance(verdict, Illegal)
     why = verdict.explain(g)
