@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..model import Call, Crashed, Err, Event, Ok
-from ..trace.record import MessageView, PendingView, Step, step_wire
+from ..trace.record import MessageView, PendingView, Step, group_of, step_wire
 from .run import RunResult
 
 
@@ -26,6 +26,8 @@ def _compact(value: Any) -> str:
 def request_text(step: Step) -> str:
     """The request in one line: the operation, its fields, ``crash_at``, then ``(now T)``."""
     if step.request is None:
+        if group_of(step.decision):  # a group's own kill step (trace.record.UNSEEN)
+            return "KILL (mid-group, members in flight)"
         return "KILL (crash between requests)"
     wire = step.request.to_wire()
     parts = [wire.pop("op")]
