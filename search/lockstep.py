@@ -701,9 +701,8 @@ class LockstepTarget:
         # each folded event (the search matched those one for one, in order);
         # the last carries the rest and the target's views after the group
         # (with a kill, the model's: the kill's own step shows the target's);
-        # a member before it is busy, unless nothing showed yet (members
-        # that appended nothing, an error, a read, after which the order
-        # found left the runner idle: it is as quiescent as before the group).
+        # every member before it is busy (the target's runner may lag the
+        # model's order: not a quiescent observation).
         placed = _place(t_obs.events, [m.observed.events for m in steps])
         names = {**ids, **verdict.ids}
         members = []
@@ -732,9 +731,7 @@ class LockstepTarget:
                     member.position,
                     replies[member.position],
                     obs,
-                    # the target's runner may lag the model's order: once a
-                    # member showed events, each before the last is busy
-                    member.busy or (k < len(steps) - 1 and bool(so_far)),
+                    member.busy or k < len(steps) - 1,
                 )
             )
         if killed:  # the kill's own step: what the restarted target shows

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from ..model import (
     Call,
     Crashed,
+    Err,
     Event,
     Hello,
     Op,
@@ -171,14 +172,20 @@ def group_members(
     This moves a runner transition before requests that come after it in
     ``order``, which is an equally legal order when they commute with it; the
     order is replayed through the model to make sure (every reply as in
-    ``replies``), and where it is not, the steps follow ``order`` itself.
+    ``replies``); where it is not, to the latest request that did not fail
+    (only errors move after it, so an error's step does not show the
+    runner's events when that order replays too); and where that is not
+    either, the steps follow ``order`` itself.
     A step after which the runner still has work is ``busy``; ``busy_end``:
     the order stops at a kill, so the runner may still have work at its end."""
-    for attribute in (True, False):
+    for attribute in ("session", "answered", "order"):
         members = _along(start, ops, order, replies, now, attribute, busy_end)
         if members is not None:
             return members
     raise AssertionError("a group's own order does not replay through the model")
+
+
+ANSWERED = "\0answered"  # ``_along``'s key of the latest request that did not fail
 
 
 def _along(
@@ -187,7 +194,7 @@ def _along(
     order: Sequence[int | RunnerStep | Cut],
     replies: Sequence[Reply] | None,
     now: int,
-    attribute: bool,
+    attribute: str,
     busy_end: bool = False,
 ) -> tuple[list[Member], State] | None:
     placed: list[int] = []  # request indexes, in order
@@ -201,6 +208,8 @@ def _along(
             placed.append(move)
             runs[len(placed) - 1] = []
             out = request(state, ops[move])
+            if not isinstance(out.reply, Err):
+                latest[ANSWERED] = len(placed) - 1  # the latest request that did not fail
             if out.state != state:  # it changed something: its own session's work at least
                 changed = {e.session for e in out.events}
                 changed.add(getattr(ops[move], "session", None) or "")
@@ -210,7 +219,8 @@ def _along(
         else:
             state = _advance(state, move, now)[0]
             mine = move.step.session if isinstance(move, Cut) else move.session
-            at = latest.get(mine, len(placed) - 1) if attribute else len(placed) - 1
+            key = {"session": mine, "answered": ANSWERED}.get(attribute)
+            at = latest.get(key, len(placed) - 1) if key is not None else len(placed) - 1
             runs[at].append(move)
     members: list[Member] = []
     state = start

@@ -78,21 +78,6 @@ def test_a_failing_seed_runs_again_and_a_target_that_answers_otherwise_is_nondet
 # busy group (445); an interrupt's step whose successor opened a call, the
 # step count then reset (450, 625); an interrupt's kept doorbell after its
 # one wake started the successor (526).
-@pytest.mark.parametrize("seed", [67, 352])
-def test_a_member_is_busy_only_once_the_group_showed_something(tmp_path: Path, seed: int) -> None:
-    """Seed 352 (group kills on): a group of a conflicting prompt (an error,
-    placed first, nothing appended) and a synthetic whose wake starts an
-    execution. The error's step was labelled busy as every member but the
-    last was, so the synthetic's wake looked rung during an execution and
-    wake-follow-up fired on the correct inbox: a member before which nothing
-    showed, and after which the order left the runner idle, is not busy.
-    Seed 67: errors after an answer whose execution's end the inbox logs
-    after the group: they stay busy (the target's runner may lag)."""
-    argv = target_command(None, "sqlite", None, 10.0)[0]
-    outcome = seed_item(seed, argv, G4, "g4", 40, 10.0, tmp_path, "sqlite", concurrency=4)
-    assert outcome.item.verdict == "held", outcome.item.detail
-
-
 # These seeds' workloads were drawn before the workload put kills inside
 # groups (which draws one more decision per group where the target serves
 # them): they run with group kills off, so each still replays its group.

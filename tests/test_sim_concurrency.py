@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from inboxsim.model import G4, Create, Prompt, Synthetic
+from inboxsim.model import G4, Create, Err, Interrupt, Prompt, Synthetic
 from inboxsim.sim.run import RunOptions, run_decisions, run_seed
 from inboxsim.sim.swarm import RACES
 from inboxsim.targets.target import ModelTarget
@@ -82,3 +82,21 @@ def test_a_group_is_recorded_along_its_order_each_drain_with_its_request() -> No
     assert not target.state.work  # the group ends quiescent
     assert members[-1].busy is False
     assert len(pauses) > len(ops)  # the runner's transitions were decisions too
+
+
+def test_a_failed_member_is_not_charged_with_the_runner_work_of_others() -> None:
+    """Seed 313 (100 operations): a group of an answer, a prompt, an
+    interrupt of the then idle session and a conflicting prompt; the
+    prompt's wake starts an execution after the interrupt. Charged to the
+    prompt, the interrupt would meet that execution (another reply); so it
+    went to the latest request in the order, the conflict, whose step then
+    showed an execution it did not start. It goes to the latest request
+    that did not fail (the interrupt): the conflict's step shows nothing."""
+    result = run_seed(313, G4, RunOptions(ops=100, concurrency=4))
+    assert not result.violations
+    members = [s for s in result.trace.steps if group_of(s.decision)]
+    failed = [s for s in members if isinstance(s.reply, Err)]
+    assert failed, "the seed no longer sends a failing member: nothing was tested"
+    assert [s.index for s in failed if s.observed.events] == []
+    started = [s for s in members if any(e.type == "execution_started" for e in s.observed.events)]
+    assert any(isinstance(s.request, Interrupt) for s in started)
