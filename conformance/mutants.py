@@ -380,7 +380,6 @@ RESULT_FIELDS = (
 
 
 __all__ = [
-    "MUTANTS",
     "RESULT_FIELDS",
     "CountingTarget",
     "Kill",
