@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..search.lockstep import Divergence
+from ..search.divergence import Divergence
 from ..search.shrink import failure_key
 from ..store.schema import FAILING, VERDICTS
 

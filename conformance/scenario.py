@@ -10,7 +10,8 @@ from typing import Any
 
 from ..model import Policy
 from ..scenarios.runner import run_scenario
-from ..search.lockstep import Divergence, NotTestable
+from ..search.divergence import Divergence
+from ..search.lockstep import NotTestable
 from ..targets.protocol import ProtocolError
 from .command_lines import repro_command
 from .lockstep_targets import LockstepTargets, only_expected_monitor, protocol_detail

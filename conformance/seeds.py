@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ..model import Crashed, Policy
 from ..procs import scratch
-from ..search.lockstep import Divergence, NotTestable
+from ..search.divergence import Divergence
+from ..search.lockstep import NotTestable
 from ..sim.executor import run_tasks
 from ..sim.run import RunOptions, run_seed
 from ..targets.adapter import ReadyWatch

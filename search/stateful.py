@@ -8,7 +8,7 @@ sent to a :class:`~inboxsim.targets.target.Target` (the reference model by
 default), with the invariant :class:`~inboxsim.invariants.Monitor` judging
 every step. Driving a :class:`~inboxsim.search.lockstep.LockstepTarget` makes it
 a lockstep conformance test too: the first difference from the model raises
-:class:`~inboxsim.search.lockstep.Divergence` inside the rule, which Hypothesis
+:class:`~inboxsim.search.divergence.Divergence` inside the rule, which Hypothesis
 shrinks like any failure.
 
 :func:`hunt` runs a machine class under a wall-time budget and reports the
@@ -59,7 +59,7 @@ from ..policy_file import load_policy
 from ..targets.target import ModelTarget, Target, hello_op
 from ..trace.record import Step, StepKind
 from ..trace.view import View
-from .lockstep import Divergence
+from .divergence import Divergence
 
 SESSIONS = ("s1", "s2")
 CHILDREN = ("f1", "f2")
