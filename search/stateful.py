@@ -87,6 +87,7 @@ class InboxMachine(RuleBasedStateMachine):
     POLICY: str | Policy = "g4"
     STEP_LIMIT = 4
     ONLY_EXPECTED = False  # judge only the invariants the policy is expected to keep
+    _noted = False  # hunt(): this example's first failure is recorded
 
     def target(self, policy: Policy) -> Target:
         return ModelTarget(policy, self.STEP_LIMIT)
@@ -409,9 +410,9 @@ def hunt(
     started = clock()
 
     def note(exc: BaseException, m: InboxMachine) -> None:
-        if getattr(m, "_noted", False):
+        if m._noted:
             return  # one failure per example: the first exception it raised
-        m._noted = True  # type: ignore[attr-defined]
+        m._noted = True
         kind, detail = _classify(exc)
         failure = Failure(kind, detail, getattr(m, "operations", 0), getattr(m, "faults", 0))
         result.failures.append(failure)
