@@ -181,3 +181,25 @@ def test_an_id_follows_the_session_that_admitted_it(tmp_path: Path) -> None:
     again = Ids(tmp_path / "ids.json")
     assert again.inputs["u2"] == {"oc": msg, "session": "s1"}
     assert again.input("u2", "s1") == msg  # the same OpenCode ID, as OpenCode knows it
+
+
+def test_a_call_cut_off_unanswered_is_seen_since_a_mark(adapter: Any) -> None:
+    """An interrupt reports ``interrupted`` when a call of its session that
+    opened after its look at the session ended unanswered (seed 116 at
+    concurrency 4: a run woken between that look and the POST, which the
+    interrupt ended); an answered call, or another session's, is no cut-off."""
+    provider = adapter.provider
+    mark = provider.opened()
+    answered = _open_call(provider.port, "ses_1")
+    _until(lambda: provider.snapshot())
+    assert provider.answer(provider.snapshot()[0].call, "stop")
+    answered.close()
+    assert not provider.cut_since(mark, "ses_1")
+    cut = _open_call(provider.port, "ses_1")
+    _until(lambda: provider.snapshot())
+    later = provider.opened()
+    cut.close()  # OpenCode hangs up: the interrupt aborted the request
+    _until(lambda: not provider.snapshot())
+    assert provider.cut_since(mark, "ses_1")
+    assert not provider.cut_since(mark, "ses_2")
+    assert not provider.cut_since(later, "ses_1")

@@ -289,6 +289,7 @@ class Adapter:
         outcomes: list[dict[str, Any]] = [{} for _ in members]
         lost: list[int] = []  # members whose HTTP request broke off
         start = threading.Barrier(len(members))
+        mark = self.provider.opened()
 
         def member(i: int) -> None:
             self.member.http = Http(self.server.port)
@@ -337,6 +338,13 @@ class Adapter:
                 self.settle(sessions, wake=oc)
             if interrupted:
                 self.drop_interrupted(interrupted)
+            for m, outcome in zip(members, outcomes, strict=True):
+                # An interrupt that found its session idle and then ended a
+                # run the group started meanwhile (``op_interrupt``).
+                result = outcome.get("result")
+                if m.get("op") == "interrupt" and result == {"interrupted": False}:
+                    oc = self.ids.sessions[m["session"]]
+                    result["interrupted"] = self.provider.cut_since(mark, oc)
         except (OSError, http.client.HTTPException):
             if not self.server_died():
                 raise
@@ -414,7 +422,14 @@ class Adapter:
         return receipt
 
     def op_interrupt(self, req: dict[str, Any]) -> dict[str, Any]:
+        """``interrupted``: the session was running when the request began,
+        or a call of it that opened since was cut off unanswered (a run that
+        started between that look and the POST, which OpenCode's interrupt
+        then ended: seed 116 at concurrency 4, an interrupt racing a prompt
+        that woke the session, reported false although it ended the run).
+        A group member's cut-off is seen once the group settles (``op_group``)."""
         oc = self.oc_session(_str(req, "session"))
+        mark = self.provider.opened()
         busy = oc in self.active() or any(c.oc_session == oc for c in self.provider.snapshot())
         status, answer = self.http.call("POST", f"/api/session/{oc}/interrupt")
         if status not in (200, 204):
@@ -422,6 +437,7 @@ class Adapter:
         self.settle({oc})
         if getattr(self.member, "http", None) is None:
             self.drop_interrupted({oc})
+            busy = busy or self.provider.cut_since(mark, oc)
         return {"interrupted": busy}
 
     def drop_interrupted(self, sessions: set[str]) -> None:
