@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from inboxsim.conformance.check import _seed_outcomes
+from inboxsim.conformance.seeds import SeedRun, seed_outcomes
 from inboxsim.model import G4, Create, Prompt
 from inboxsim.search.lockstep import LockstepTarget
 from inboxsim.targets.adapter import AdapterTarget
@@ -42,8 +42,9 @@ HEAVY = [
 def steps_per_second(command: list[str], seeds: int, ops: int, jobs: int = 1) -> tuple[int, float]:
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        outcomes = _seed_outcomes(
-            range(seeds), command, G4, "g4", ops, 10.0, Path(tmp), "model", jobs, lambda _m: None
+        run = SeedRun(command, G4, "g4", ops, 10.0, "model")
+        outcomes = list(
+            seed_outcomes(run, range(seeds), Path(tmp), jobs, "local", None, lambda _m: None)
         )
         seconds = time.perf_counter() - started
     for _, out in outcomes:

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from inboxsim.model import PRESETS
 from inboxsim.sim.run import RunOptions, run_seed
-from inboxsim.store.store import Store, _schemas
+from inboxsim.store.columns import arrow_schemas
+from inboxsim.store.store import Store
 
 
 def step_columns(rows: int) -> dict[str, list]:
@@ -46,7 +47,7 @@ def arrow(path: Path, cols: dict[str, list]) -> float:
     import pyarrow as pa
 
     started = time.perf_counter()
-    table = pa.Table.from_pydict(cols, schema=_schemas()["steps"])
+    table = pa.Table.from_pydict(cols, schema=arrow_schemas()["steps"])
     with Store(path) as store:
         store.write({"steps": table})
     return time.perf_counter() - started

@@ -4,7 +4,8 @@ scenario library and then a seeded sweep."""
 from __future__ import annotations
 
 from ..conformance.check import conformance as run_conformance
-from ..conformance.check import store_results, target_command
+from ..conformance.command_lines import target_command
+from ..conformance.rows import store_results
 from ..errors import HarnessError
 from ..store.store import check_writable
 from .output import echo, emit_json, progress

@@ -6,8 +6,7 @@ import json
 from typing import Any
 
 from ..conformance.catalogue import MUTANTS, Mutant
-from ..conformance.check import mutant_matrix
-from ..conformance.matrix import matrix_document, render_matrix, summary_line
+from ..conformance.matrix import matrix_document, mutant_matrix, render_matrix, summary_line
 from ..errors import HarnessError
 from ..procs.scratch import write_atomic
 from ..store.mutants import kill_rows

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..conformance.check import target_command
+from ..conformance.command_lines import target_command
 from ..errors import ExitCode, HarnessError
 from ..model import Policy
 from ..procs import scratch

@@ -11,7 +11,9 @@ as the ``inboxsim`` pytest11 entry point. Users without pytest call
 
 The package holds conformance in all its forms: :mod:`.check` (lockstep
 conformance against an adapter: the library, a seeded sweep, each failure
-shrunk), :mod:`.mutants` (the planted bugs of the SQLite implementation and
+shrunk; its parts in :mod:`.report`, :mod:`.command_lines`,
+:mod:`.lockstep_targets`, :mod:`.scenario`, :mod:`.seeds`, :mod:`.repro` and
+:mod:`.rows`), :mod:`.mutants` (the planted bugs of the SQLite implementation and
 the check that conformance kills each), :mod:`.validate` (a durable log written
 outside the harness, judged), :mod:`.opencode_db` (a real OpenCode
 database, read-only) and :mod:`.breakers` (a scenario run against what breaks

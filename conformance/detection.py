@@ -15,7 +15,8 @@ from typing import Any
 
 from ..model import G4, Policy
 from ..procs import scratch
-from ..search.lockstep import Divergence, LockstepTarget
+from ..search.divergence import Divergence
+from ..search.lockstep import LockstepTarget
 from ..sim.run import RunOptions, run_seed
 from ..targets.adapter import AdapterTarget
 from ..targets.protocol import ProtocolError

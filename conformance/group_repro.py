@@ -29,9 +29,10 @@ from typing import Any
 
 from ..model import Hello, Op, Policy, Reply
 from ..scenarios.load import load_text
+from ..search.divergence import Divergence
 from ..search.group_scenario import run_group_scenario, step_table
 from ..search.group_shrink import shrink_group_run
-from ..search.lockstep import Divergence, LockstepTarget
+from ..search.lockstep import LockstepTarget
 from ..search.repro import Repro
 from ..sim.run import RunOptions, run_seed
 from ..targets.adapter import AdapterTarget

@@ -1,18 +1,77 @@
-"""The kill matrix of ``inboxsim mutants`` as a document: one JSON document
-(the run's parameters, one entry per mutant, the summary figures), a
-Markdown table, and one line of figures."""
+"""The kill matrix of ``inboxsim mutants``: :func:`mutant_matrix` runs the
+kill check of each mutant (across worker processes), and the results become a
+document: one JSON document (the run's parameters, one entry per mutant, the
+summary figures), a Markdown table, and one line of figures."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..errors import HarnessError
+from ..scenarios.load import load_library
+from ..sim.executor import run_tasks
 from .catalogue import MUTANTS
-from .mutants import KillResult
+from .mutants import KillResult, check_mutant
 
 FORMAT = "inboxsim-mutants"
 FORMAT_VERSION = 1
+
+
+# --- the mutant kill matrix, across processes ------------------------------------
+
+
+def _check_one(args: tuple[str, tuple[int, ...], int, float | None]) -> Any:
+
+    name, seeds, ops, shrink_seconds = args
+    return check_mutant(
+        name,
+        load_library(),
+        seeds,
+        ops=ops,
+        first_only=True,
+        shrink=shrink_seconds is not None,
+        shrink_seconds=shrink_seconds or 0.0,
+    )
+
+
+def mutant_matrix(
+    names: Sequence[str] | None = None,
+    seeds: int = 5,
+    *,
+    ops: int = 60,
+    jobs: int = 1,
+    progress: Callable[[str], None] | None = None,
+    shrink_seconds: float | None = None,
+) -> list[Any]:
+    """:func:`.mutants.check_mutant` for each mutant (all by default), stopping
+    each at its first detection that counts, ``jobs`` mutants at a time in
+    worker processes; with ``shrink_seconds``, each first detection is then
+    shrunk through the adapter for at most that long. Returns the
+    KillResults in the order of ``names``."""
+
+    chosen = list(MUTANTS) if names is None else list(names)
+    unknown = [n for n in chosen if n not in MUTANTS]
+    if unknown:
+        raise HarnessError(f"unknown mutant(s) {', '.join(unknown)}; see `inboxsim mutants --list`")
+    say = progress or (lambda _msg: None)
+    work = [(n, tuple(range(seeds)), ops, shrink_seconds) for n in chosen]
+    results: dict[str, Any] = {}
+    for w, killed in run_tasks(
+        _check_one,
+        lambda slots: work,
+        jobs=jobs if len(work) > 1 else 1,
+        preload=("inboxsim.conformance.matrix",),
+        what=lambda w: f"mutant {w[0]}",
+    ):
+        results[w[0]] = killed
+        verdict = "killed" if killed.killed else "SURVIVED"
+        say(f"mutants: [{len(results)}/{len(work)}] {w[0]}: {verdict}")
+    return [results[n] for n in chosen]
+
+
+# --- the matrix as a document ------------------------------------------------------
 
 
 def _median(values: Sequence[float]) -> float | None:

@@ -25,7 +25,8 @@ from ..model import G4, Create, Hello, Policy
 from ..procs import scratch
 from ..scenarios.load import load_library
 from ..scenarios.runner import default_monitor, run_scenario
-from ..search.lockstep import Divergence, LockstepTarget
+from ..search.divergence import Divergence
+from ..search.lockstep import LockstepTarget
 from ..search.repro import shrink_conformance, shrink_conformance_scenario
 from ..sim.run import RunOptions, run_seed
 from ..targets.adapter import AdapterTarget
@@ -380,7 +381,6 @@ RESULT_FIELDS = (
 
 
 __all__ = [
-    "MUTANTS",
     "RESULT_FIELDS",
     "CountingTarget",
     "Kill",

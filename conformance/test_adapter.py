@@ -15,7 +15,10 @@ from typing import Any
 
 import pytest
 
-from inboxsim.conformance.check import SHRINKABLE, attach_repro, conformance, scenario_item
+from inboxsim.conformance.check import conformance
+from inboxsim.conformance.report import SHRINKABLE
+from inboxsim.conformance.repro import attach_repro
+from inboxsim.conformance.scenario import scenario_item
 from inboxsim.invariants.registry import REGISTRY, expected
 from inboxsim.policy_file import load_policy
 from inboxsim.scenarios.load import load_library

@@ -49,14 +49,13 @@ def measure(steps: Sequence[Step], tally: Tally) -> None:
     depth: dict[str, int] = {}
     now = 0
     for step in steps:
-        wire = step.request.to_wire() if step.request is not None else None
-        if wire is not None:
-            now = wire.get("now", now)
+        wire = step.request.to_wire() if step.request is not None else {}
+        now = wire.get("now", now)
         ok = step.reply is not None and hasattr(step.reply, "result")
-        op = wire["op"] if wire else None
+        op = wire.get("op")
         if op == "synthetic":
             tally.synthetic_requested += 1
-            if wire.get("delivery") == "queue":  # type: ignore[union-attr]
+            if wire.get("delivery") == "queue":
                 tally.synthetic_requested_queue += 1
             if step.reply is not None and getattr(step.reply, "code", None) == "unsupported":
                 tally.synthetic_rejected += 1
@@ -90,7 +89,7 @@ def measure(steps: Sequence[Step], tally: Tally) -> None:
         if batch:
             tally.batch_max = max(tally.batch_max, *batch.values())
         if ok and (
-            (op in ("prompt", "synthetic") and admitted_here and wire.get("resume", True))  # type: ignore[union-attr]
+            (op in ("prompt", "synthetic") and admitted_here and wire.get("resume", True))
             or op == "resume"
         ):
             tally.wakes += 1

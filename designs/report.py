@@ -14,7 +14,7 @@ from typing import Any
 
 from ..invariants.registry import REGISTRY
 from ..reports.plots import PALETTE, new_figure, png_bytes
-from .verdicts import plural
+from .sentences import plural
 
 
 def explorer_depth(p: dict[str, Any], inv: str) -> int | None:

@@ -56,6 +56,7 @@ from . import verdicts as vd
 from .difference import observable_difference
 from .measure import Tally, measure, metrics_of, normalized_hash
 from .report import explorer_depth, metric_figures
+from .sentences import key
 
 DEFAULT_POLICIES = ("g4", "g3", "g2", "g5", "a", "b", "c", "c-merged")
 DEFAULT_SEEDS = 200
@@ -349,7 +350,7 @@ METRIC_FIGURES = (
 def figures_of(doc: dict[str, Any]) -> dict[str, Any]:
     """The flat table of the run's figures the verdicts are built from (the
     keys are listed in :mod:`.verdicts`)."""
-    k = vd.key
+    k = key
     f: dict[str, Any] = {k("options", n): v for n, v in doc["options"].items()}
     base_fields = PRESETS[vd.BASE].fields()
     f |= {k("field", vd.BASE, n): v for n, v in base_fields.items()}

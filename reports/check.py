@@ -129,7 +129,7 @@ def check_store(
         if isinstance(policy, Exception):
             skipped.append(Skipped(run, str(policy)))
             continue
-        judged.append(rejudge(run, trace, policy, monitor))  # type: ignore[arg-type]
+        judged.append(rejudge(run, trace, policy, monitor))
         if progress is not None:
             progress(n, len(runs))
     return judged, skipped

@@ -7,7 +7,10 @@ the Hypothesis state machine, and the linearizability checker.
 - :mod:`.shrink`: the one shrink engine (:mod:`.shrink.engine`) and its drivers: a failing
   run, a scenario file or a seed through an adapter made small, as a scenario file;
 - :mod:`.repro`: a conformance failure shrunk through the adapter, as a repro file;
-- :mod:`.lockstep`: a target run side by side with the model, step by step;
+- :mod:`.lockstep`: a target run side by side with the model, step by step (each
+  side normalized by :mod:`.side`; the first difference a :mod:`.divergence`; a
+  concurrent group's results placed on its members by :mod:`.placement`; the
+  scenario library in lockstep, :mod:`.lockstep_scenarios`);
 - :mod:`.stateful`: the same as a Hypothesis rule-based state machine;
 - :mod:`.linearize` (with :mod:`.history` and :mod:`.compare`): linearizability of
   concurrent groups against the reference model, a pure library that imports

@@ -6,11 +6,12 @@ requests and stop at the first observable difference
 the scenario runner or the explorer drive it exactly as they drive one
 target. Each request goes to the model and to the target; their replies and
 observations are normalized and compared; the first difference raises
-:class:`Divergence`. Otherwise the **target's** reply and observation are
+:class:`.divergence.Divergence`. Otherwise the **target's** reply and observation are
 returned, so that the caller's view, its next requests and the invariant
 checkers all work on the target's own trace.
 
-Normalizations (the contract's list, implemented here and nowhere else):
+Normalizations (the contract's list, implemented here and in :class:`.side.Side`,
+nowhere else):
 
 - **IDs.** An ID the harness sent (a session, an input, a fork child) is
   compared as it is. Any other ID is the implementation's (an omitted input's
@@ -64,35 +65,24 @@ testable; sending one anyway raises :class:`NotTestable` (recorded too).
 
 from __future__ import annotations
 
-import bisect
 import json
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..errors import HarnessError
-from ..invariants import Monitor
-from ..model import Call, Crashed, Err, Event, Hello, Ok, Op, Reply
-from ..scenarios.runner import MonitorFactory, run_scenario
+from ..model import Event, Hello, Ok, Op, Reply
 from ..sim.workload import NO_METADATA
-from ..targets.group import GroupSteps, Member, member_reply
+from ..targets.group import GroupSteps, Member
 from ..targets.target import ModelTarget, Target, group_members, observe
-from ..trace.decode import call_from_wire, message_from_wire, pending_from_wire
-from ..trace.record import (
-    NOTHING,
-    UNSEEN,
-    MessageView,
-    Observed,
-    PendingView,
-    observed_wire,
-    reply_wire,
-)
-from . import compare
+from ..trace.record import NOTHING, Observed, observed_wire, reply_wire
+from .divergence import Divergence, NotLinearizable, request_line
 from .groups import history, moves_of, renamed
 from .history import Msg, Row, Shown
 from .linearize import Legal, linearize
+from .placement import group_reply, member_said, place_events, rows_and_messages
+from .side import Side
 
-VISIBLE = ("user", "synthetic")
 # The hello feature each operation needs (docs/protocol.md, "Features").
 OP_FEATURE = {
     "synthetic": "synthetic",
@@ -123,416 +113,6 @@ def needs(op: Op | str, crash_at: str | None = None) -> tuple[str, ...]:
 
 class NotTestable(HarnessError):
     """An operation was sent that one side's ``hello`` features do not allow."""
-
-
-# --- the divergence -----------------------------------------------------------
-
-
-def _group_reply(outcome: dict[str, Any] | None) -> Reply:
-    if outcome is None or outcome.get("unknown"):
-        return Crashed(UNSEEN)
-    return member_reply(outcome)
-
-
-def _said(outcome: dict[str, Any] | None, labels: dict[str, str]) -> str:
-    """A group member's reply for the nondeterminism check: generated IDs by
-    their lockstep label, error messages left out (free text)."""
-    if outcome is None or outcome.get("unknown"):
-        return json.dumps({"unknown": "group"})
-    said = {k: outcome[k] for k in ("ok", "result", "error") if k in outcome}
-    if isinstance(said.get("error"), dict):
-        said["error"] = said["error"].get("code")
-    result = said.get("result")
-    if isinstance(result, dict) and isinstance(result.get("input"), str):
-        said["result"] = {**result, "input": labels.get(result["input"], result["input"])}
-    return json.dumps(said, sort_keys=True, default=str)
-
-
-def _place(theirs: Iterable[Event], ours: Sequence[Iterable[Event]]) -> list[list[Event]]:
-    """The target's events of a group, placed on its members: the search
-    matched the folded events one for one, in order per session (and the
-    runner's too, where the target logs them alike: ``linearize``), so each
-    goes to the member the model's order gives its match; every other event
-    goes with the matched event before it (before any, with the first member
-    the order gives events there), which keeps each session's seqs in order
-    along the members."""
-    mine: dict[str, list[tuple[int, Event]]] = {}  # session -> (member, event), in order
-    for k, events in enumerate(ours):
-        for e in events:
-            mine.setdefault(e.session, []).append((k, e))
-    placed: list[list[Event]] = [[] for _ in ours]
-    for sid, events in _events_by_session(theirs).items():
-        ordered = mine.get(sid, [])
-        matched = _matched(events, [e for _, e in ordered])
-        owners = [k for k, e in ordered if matched(e)]
-        # Before the first matched event: the first member the order gives
-        # anything there (a drain started before the group's admissions).
-        owner = ordered[0][0] if ordered else (owners[0] if owners else len(placed) - 1)
-        n = 0
-        for e in events:
-            if matched(e) and n < len(owners):
-                owner = owners[n]
-                n += 1
-            placed[owner].append(e)
-    return placed
-
-
-def _matched(theirs: Sequence[Event], ours: Sequence[Event]) -> Callable[[Event], bool]:
-    """Which events the search matched in a session: with the runner's, when
-    both sides show the same sequence of them."""
-
-    def both(e: Event) -> bool:
-        return compare.folded(e) or e.type in compare.RUNNER
-
-    if [e.type for e in theirs if both(e)] == [e.type for e in ours if both(e)]:
-        return both
-    return compare.folded
-
-
-def _data(text: str | None) -> dict[str, Any]:
-    try:
-        value = json.loads(text or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _by_id(
-    pending: dict[str, tuple[PendingView, ...]],
-    transcript: dict[str, tuple[MessageView, ...]],
-    side: Side,
-    events: Iterable[Event],
-) -> tuple[dict[str, PendingView], dict[str, MessageView]]:
-    """The target's own pending rows and messages by ID as of a group's
-    member: its views before the group, the admissions ``events`` (the
-    target's events placed on the members up to this one) show (a row
-    admitted and promoted within the group shows only in its event), and
-    its views after the group where they hold the same lifecycle. An ID
-    admitted again within the group (a committed revert ended its earlier
-    lifecycle) is its old row before the member that re-admitted it and its
-    new row from there on."""
-    rows: dict[str, PendingView] = {}
-    msgs: dict[str, MessageView] = {}
-    rows.update((r.input, r) for view in pending.values() for r in view)
-    promoted: set[str] = set()
-    for e in events:
-        if e.type in ("admitted", "compaction_admitted") and e.input:
-            data = _data(e.data)
-            kind = "compaction" if e.type == "compaction_admitted" else data.get("type", "user")
-            rows[e.input] = PendingView(e.input, kind, data.get("delivery"), e.seq, e.time)
-        elif e.type == "promoted" and e.input:
-            promoted.add(e.input)
-    for rows_after in side.pending.values():
-        for r in rows_after:
-            old = rows.get(r.input)
-            if old is None or old.admitted_seq == r.admitted_seq:
-                rows[r.input] = r
-    msgs.update((m.id, m) for msgs_before in transcript.values() for m in msgs_before)
-    for msgs_after in side.transcript.values():
-        msgs.update((m.id, m) for m in msgs_after if m.id in promoted or m.id not in msgs)
-    return rows, msgs
-
-
-def _events_by_session(events: Iterable[Any]) -> dict[str, list[Any]]:
-    out: dict[str, list[Any]] = {}
-    for e in events:
-        out.setdefault(e.session, []).append(e)
-    return out
-
-
-@dataclass(eq=False)
-class Divergence(Exception):
-    """The first difference between the model and the target.
-
-    ``step`` is the lockstep step index (0 = the first request), ``request`` the
-    request (``None`` for a kill), ``where`` the compared part that differs
-    (``reply``, ``retry receipt``, ``pending s1``, ``transcript s1``, ``calls``),
-    ``model``/``target`` the normalized values, ``model_raw``/``target_raw``
-    what each side gave (reply and observation as JSON), ``history`` the
-    requests that led there (one line each).
-    """
-
-    step: int
-    request: dict[str, Any] | None
-    where: str
-    model: Any
-    target: Any
-    model_raw: dict[str, Any] = field(default_factory=dict)
-    target_raw: dict[str, Any] = field(default_factory=dict)
-    history: tuple[str, ...] = ()
-    target_name: str = "target"
-    model_name: str = "model"
-    # each side's whole views after the step (pending, transcript, open calls), raw
-    model_views: dict[str, Any] = field(default_factory=dict)
-    target_views: dict[str, Any] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        return self.render()
-
-    @property
-    def summary(self) -> str:
-        what = _request_line(self.request)
-        return f"divergence at step {self.step} ({what}): {self.where} differs"
-
-    def render(self, history: int = 8) -> str:
-        """Readable text: the steps that led here, then model and target side by side."""
-        lines = [self.summary]
-        if self.history:
-            shown = self.history[-history:]
-            lines.append("steps that led there:")
-            if len(self.history) > len(shown):
-                lines.append(f"  … {len(self.history) - len(shown)} earlier steps")
-            lines.extend("  " + h for h in shown)
-        lines.append(f"{self.where}, normalized:")
-        lines.extend(side_by_side(self.model, self.target, self.model_name, self.target_name))
-        lines.append("raw (reply and observation of this step):")
-        lines.extend(
-            side_by_side(self.model_raw, self.target_raw, self.model_name, self.target_name)
-        )
-        return "\n".join(lines)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "request": self.request,
-            "where": self.where,
-            "model": self.model,
-            "target": self.target,
-            "model_raw": self.model_raw,
-            "target_raw": self.target_raw,
-            "history": list(self.history),
-            "model_name": self.model_name,
-            "target_name": self.target_name,
-            "model_views": self.model_views,
-            "target_views": self.target_views,
-        }
-
-
-class NotLinearizable(Divergence):
-    """A concurrent group no order of the model explains: the group, the
-    orders tried and why each failed (``linearize``'s explanation)."""
-
-    def __init__(self, group: Any, verdict: Any, lock: LockstepTarget) -> None:
-        requests = [r.op.to_wire() for r in group.requests]
-        super().__init__(
-            lock.steps - 1,
-            {"op": "group", "requests": requests},
-            "group not linearizable",
-            None,
-            None,
-            history=tuple(lock.history[-lock._keep :]),
-            target_name=lock.target.name,
-            model_name=lock.model.name,
-        )
-        self.explanation = verdict.explain(group)
-
-    def render(self, history: int = 8) -> str:
-        lines = [self.summary]
-        if self.history:
-            lines.append("steps that led there:")
-            lines.extend("  " + h for h in self.history[-history:])
-        lines.append(self.explanation)
-        return "\n".join(lines)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "explanation": self.explanation}
-
-
-def _pretty(value: Any, indent: str = "", width: int = 56) -> list[str]:
-    """JSON over lines, a value that fits in ``width`` characters on one line."""
-    flat = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    rows = (
-        isinstance(value, list)
-        and len(value) > 1
-        and all(isinstance(v, (dict, list)) for v in value)
-    )  # a list of rows: one per line, so that the marks point at the row
-    if (len(flat) <= width and not rows) or not isinstance(value, (dict, list)) or not value:
-        return [indent + flat]
-    inner = indent + "  "
-    if isinstance(value, dict):
-        items: list[list[str]] = []
-        for k in sorted(value):
-            sub = _pretty(value[k], inner, width)
-            key = json.dumps(k, ensure_ascii=False) + ": "
-            items.append([inner + key + sub[0].lstrip(), *sub[1:]])
-        open_, close = "{", "}"
-    else:
-        items = [_pretty(v, inner, width) for v in value]
-        open_, close = "[", "]"
-    out = [indent + open_]
-    for i, item in enumerate(items):
-        out.extend(item[:-1])
-        out.append(item[-1] + ("," if i < len(items) - 1 else ""))
-    out.append(indent + close)
-    return out
-
-
-def side_by_side(left: Any, right: Any, left_name: str, right_name: str) -> list[str]:
-    """Two JSON renderings in columns; ``!`` marks the lines that differ."""
-    a, b = _pretty(left), _pretty(right)
-    width = max([len(left_name), *map(len, a)]) + 2
-    out = [f"    {left_name.ljust(width)}| {right_name}"]
-    for i in range(max(len(a), len(b))):
-        x = a[i] if i < len(a) else ""
-        y = b[i] if i < len(b) else ""
-        mark = "  " if x == y else "! "
-        out.append(f"  {mark}{x.ljust(width)}| {y}")
-    return out
-
-
-def _request_line(request: dict[str, Any] | None) -> str:
-    if request is None:
-        return "kill"
-    return " ".join(
-        f"{k}={json.dumps(v, ensure_ascii=False)}" if k != "op" else str(v)
-        for k, v in request.items()
-    )
-
-
-# --- one side's normalizer ----------------------------------------------------
-
-
-class Side:
-    """What one side has shown, and its IDs and times in normalized form."""
-
-    def __init__(self, harness: set[str]) -> None:
-        self.harness = harness  # shared: the IDs the harness sent
-        self.label: dict[str, str] = {}  # raw generated ID -> label
-        self.raw: dict[str, str] = {}  # label -> raw ID
-        self.generated = 0
-        self.times: list[int] = []  # distinct, sorted
-        self.pending: dict[str, tuple[PendingView, ...]] = {}
-        self.transcript: dict[str, tuple[MessageView, ...]] = {}
-        self.calls: tuple[Call, ...] = ()
-        self.kinds: dict[str, str] = {}  # message id -> type, as shown
-        self.receipts: dict[str, dict[str, Any]] = {}  # input label -> last raw receipt
-        self.features: tuple[str, ...] = ()
-        self.step_limit: int | None = None
-
-    # IDs
-    def id(self, ident: str | None, copy_of: str | None = None, session: str = "") -> str | None:
-        if ident is None:
-            return None
-        known = self.label.get(ident)
-        if known is not None:
-            return known
-        if copy_of is None and ident in self.harness:
-            return ident
-        if copy_of is not None:
-            name = f"copy:{session}:{self.id(copy_of)}"
-        else:
-            self.generated += 1
-            name = f"gen:{self.generated}"
-        self.label[ident] = name
-        self.raw.setdefault(name, ident)
-        return name
-
-    # times
-    def seen_time(self, t: int) -> None:
-        i = bisect.bisect_left(self.times, t)
-        if i == len(self.times) or self.times[i] != t:
-            self.times.insert(i, t)
-
-    def time(self, t: int) -> int:
-        return bisect.bisect_left(self.times, t)
-
-    # views
-    def views(self) -> dict[str, Any]:
-        """Everything this side has shown, as the protocol shows it: each
-        session's pending rows and transcript, and the open calls."""
-        pending, transcript = tuple(self.pending.items()), tuple(self.transcript.items())
-        wire = observed_wire(Observed((), pending, transcript, self.calls))
-        return {
-            "pending": wire.get("pending", {}),
-            "transcript": wire.get("transcript", {}),
-            "calls": wire.get("calls", []),
-        }
-
-    def absorb(self, observed: Observed) -> set[str]:
-        touched: set[str] = set()
-        for sid, rows in observed.pending:
-            self.pending[sid] = rows
-            touched.add(sid)
-            for r in rows:
-                self.seen_time(r.time)
-        for sid, msgs in observed.transcript:
-            self.transcript[sid] = msgs
-            touched.add(sid)
-            for m in msgs:
-                self.kinds[m.id] = m.type
-                if m.type in VISIBLE:
-                    self.seen_time(m.time)
-        if observed.calls is not None:
-            self.calls = observed.calls
-        return touched
-
-    def norm_pending(self, rows: Iterable[PendingView]) -> list[list[Any]]:
-        rows = list(rows)
-        for r in rows:
-            self.seen_time(r.time)
-        return [[self.id(r.input), r.type, r.delivery, self.time(r.time)] for r in rows]
-
-    def norm_transcript(self, sid: str, msgs: Iterable[MessageView]) -> list[list[Any]]:
-        out = []
-        for m in msgs:
-            self.kinds[m.id] = m.type
-            if m.type not in VISIBLE:
-                continue
-            self.seen_time(m.time)
-            name = self.id(m.id, m.copied_from, sid)
-            root = self.id(m.copied_from) if m.copied_from is not None else None
-            out.append([name, m.type, self.time(m.time)] + ([root] if root else []))
-        return out
-
-    def norm_calls(self, calls: Iterable[Call], final: bool = True) -> list[dict[str, Any]]:
-        out = []
-        for c in calls:
-            doc = {
-                "call": self.id(c.call),
-                "session": c.session,
-                "kind": c.kind,
-                "step": c.step,
-                "context": [self.id(m) for m in c.context if self.kinds.get(m, "user") in VISIBLE],
-            }
-            if final:
-                doc["final"] = c.final
-            out.append(doc)
-        return out
-
-    def norm_reply(self, op: Op | None, reply: Reply | None, final: bool) -> Any:
-        if reply is None:
-            return None
-        if isinstance(reply, Err):
-            return {"error": reply.code}
-        if isinstance(reply, Crashed):
-            return {"crashed": reply.point}
-        result = reply.result
-        name = op.OP if op is not None else ""
-        if name == "hello":
-            return {"ok": True}
-        if name == "log":
-            return {"ok": True, "events": "(not compared)"}
-        if "data" in result and "type" in result and "input" in result:
-            return {
-                "receipt": {
-                    "input": self.id(result["input"]),
-                    "session": result.get("session"),
-                    "type": result["type"],
-                    "data": result["data"],
-                    "delivery": result.get("delivery"),
-                }
-            }
-        if name == "pending":
-            rows = [pending_from_wire(r) for r in result.get("pending", ())]
-            return {"pending": self.norm_pending(rows)}
-        if name == "messages":
-            sid = getattr(op, "session", "")
-            msgs = [message_from_wire(m) for m in result.get("messages", ())]
-            return {"messages": self.norm_transcript(sid, msgs)}
-        if name == "calls":
-            calls = [call_from_wire(c, 0) for c in result.get("calls", ())]
-            return {"calls": self.norm_calls(calls, final)}
-        return {"ok": result}
 
 
 # --- the lockstep target -------------------------------------------------------
@@ -672,10 +252,10 @@ class LockstepTarget:
         ids = {m: t for name, t in self.t.raw.items() if (m := self.m.raw.get(name)) is not None}
         group = history(before, model_ops, served.outcomes, after, ids, killed)
         verdict = linearize(group)
-        replies = [_group_reply(o) for o in served.outcomes]
+        replies = [group_reply(o) for o in served.outcomes]
         self.steps += 1
         if not isinstance(verdict, Legal):
-            self.replies.extend(_said(o, self.t.label) for o in served.outcomes)
+            self.replies.extend(member_said(o, self.t.label) for o in served.outcomes)
             # No order places anything: the group's order, everything the
             # target showed on its first success (so the checkers see every
             # admission with the replies after it), the runner busy until the last.
@@ -684,7 +264,15 @@ class LockstepTarget:
                 Member(i, reply, self._shown(t_obs) if i == carrier else NOTHING, i < len(ops) - 1)
                 for i, reply in enumerate(replies)
             ]
-            return GroupSteps(members, served.pauses, NotLinearizable(group, verdict, self))
+            failure = NotLinearizable(
+                group,
+                verdict,
+                self.steps - 1,
+                tuple(self.history[-self._keep :]),
+                self.target.name,
+                self.model.name,
+            )
+            return GroupSteps(members, served.pauses, failure)
         order = moves_of(verdict)
         now = max(op.now for op in ops)
         steps, state = group_members(before, model_ops, order, now, busy_end=killed)
@@ -693,7 +281,7 @@ class LockstepTarget:
             if t_id not in self.t.label and m_id not in self.m.label:
                 self.m.id(m_id)
                 self.t.id(t_id)
-        self.replies.extend(_said(o, self.t.label) for o in served.outcomes)
+        self.replies.extend(member_said(o, self.t.label) for o in served.outcomes)
         m_obs = observe(before, model.state, tuple(e for s in steps for e in s.observed.events))
         self.m.absorb(m_obs)
         # The target shows nothing between a group's requests: each member
@@ -703,7 +291,7 @@ class LockstepTarget:
         # (with a kill, the model's: the kill's own step shows the target's);
         # every member before it is busy (the target's runner may lag the
         # model's order: not a quiescent observation).
-        placed = _place(t_obs.events, [m.observed.events for m in steps])
+        placed = place_events(t_obs.events, [m.observed.events for m in steps])
         names = {**ids, **verdict.ids}
         members = []
         so_far: list[Event] = []
@@ -712,7 +300,7 @@ class LockstepTarget:
             if k == len(steps) - 1 and not killed:  # the target's own views after the group
                 obs = self._shown(Observed(tuple(placed[k])))
             else:  # the model's, each row and message as the target shows it
-                rows, msgs = _by_id(pending_before, transcript_before, self.t, so_far)
+                rows, msgs = rows_and_messages(pending_before, transcript_before, self.t, so_far)
                 shown = renamed(member.observed, names)
                 obs = Observed(
                     tuple(placed[k]),
@@ -829,7 +417,7 @@ class LockstepTarget:
     ) -> None:
         step = self.steps
         self.steps += 1
-        line = f"{step}: {_request_line(wire)}"
+        line = f"{step}: {request_line(wire)}"
 
         def diverge(where: str, mv: Any, tv: Any) -> Divergence:
             return Divergence(
@@ -902,88 +490,8 @@ def _raw(reply: Reply | None, observed: Observed) -> dict[str, Any]:
     return doc
 
 
-# --- driving a lockstep run -------------------------------------------------------
-
-
-@dataclass
-class LockstepResult:
-    """What a lockstep drive found: a divergence, or none."""
-
-    name: str
-    steps: int
-    divergence: Divergence | None = None
-    failures: tuple[str, ...] = ()  # the scenario's expectation failures / violations
-    not_testable: dict[str, str] = field(default_factory=dict)
-    seconds: float = 0.0
-
-    @property
-    def passed(self) -> bool:
-        return self.divergence is None and not self.failures
-
-
-def run_scenarios_lockstep(
-    scenarios: Sequence[Any],
-    make_model: Any,
-    make_target: Any,
-    monitor: MonitorFactory | None = Monitor,
-    policy: Any = None,
-) -> list[LockstepResult]:
-    """Run each scenario with a fresh :class:`LockstepTarget` (``make_model(policy,
-    step_limit)``, ``make_target(policy, step_limit)``), under its file's policy
-    or ``policy``; a divergence is caught and reported, the scenario's own
-    failures too."""
-    import time
-
-    out = []
-    for loaded in scenarios:
-        started = time.perf_counter()
-        holder: list[LockstepTarget] = []
-
-        def factory(
-            policy: Any, step_limit: int, holder: list[LockstepTarget] = holder
-        ) -> LockstepTarget:
-            lock = LockstepTarget(make_model(policy, step_limit), make_target(policy, step_limit))
-            holder.append(lock)
-            return lock
-
-        name = loaded.scenario.name
-        try:
-            result = run_scenario(loaded, policy, target_factory=factory, monitor=monitor)
-        except Divergence as div:
-            if holder:
-                holder[0].close()
-            out.append(
-                LockstepResult(
-                    name,
-                    div.step + 1,
-                    div,
-                    (),
-                    dict(holder[0].not_testable) if holder else {},
-                    time.perf_counter() - started,
-                )
-            )
-            continue
-        lock = holder[0]
-        out.append(
-            LockstepResult(
-                name,
-                lock.steps,
-                None,
-                tuple(str(f) for f in result.failures),
-                dict(lock.not_testable),
-                time.perf_counter() - started,
-            )
-        )
-    return out
-
-
 __all__ = [
-    "Divergence",
-    "LockstepResult",
     "LockstepTarget",
     "NotTestable",
-    "Side",
     "needs",
-    "run_scenarios_lockstep",
-    "side_by_side",
 ]

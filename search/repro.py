@@ -47,7 +47,8 @@ from ..targets.adapter import DEFAULT_TIMEOUT, AdapterTarget, split_command
 from ..targets.protocol import ProtocolError
 from ..targets.target import ModelTarget
 from ..trace.view import View
-from .lockstep import Divergence, LockstepTarget
+from .divergence import Divergence
+from .lockstep import LockstepTarget
 from .shrink.engine import Candidate, Judged, Shrinker, delete_chunks, minimize
 from .shrink.steps import build_scenario, candidate_steps, drop_fields, step_candidate
 from .shrink.through import failure_key, shrink_through
@@ -182,7 +183,7 @@ def _checks(
     text: str, key: str, policy: Policy, command: Sequence[str], timeout: float
 ) -> tuple[bool, bool, bool, dict[str, Any] | None]:
     """(verified, standalone, model_passes, the divergence in lockstep as
-    :meth:`~.lockstep.Divergence.to_dict`) of a repro text."""
+    :meth:`~.divergence.Divergence.to_dict`) of a repro text."""
 
     loaded = load_text(text, "<repro>")
     found: list[Any] = []

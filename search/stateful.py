@@ -8,7 +8,7 @@ sent to a :class:`~inboxsim.targets.target.Target` (the reference model by
 default), with the invariant :class:`~inboxsim.invariants.Monitor` judging
 every step. Driving a :class:`~inboxsim.search.lockstep.LockstepTarget` makes it
 a lockstep conformance test too: the first difference from the model raises
-:class:`~inboxsim.search.lockstep.Divergence` inside the rule, which Hypothesis
+:class:`~inboxsim.search.divergence.Divergence` inside the rule, which Hypothesis
 shrinks like any failure.
 
 :func:`hunt` runs a machine class under a wall-time budget and reports the
@@ -59,7 +59,7 @@ from ..policy_file import load_policy
 from ..targets.target import ModelTarget, Target, hello_op
 from ..trace.record import Step, StepKind
 from ..trace.view import View
-from .lockstep import Divergence
+from .divergence import Divergence
 
 SESSIONS = ("s1", "s2")
 CHILDREN = ("f1", "f2")
@@ -87,6 +87,7 @@ class InboxMachine(RuleBasedStateMachine):
     POLICY: str | Policy = "g4"
     STEP_LIMIT = 4
     ONLY_EXPECTED = False  # judge only the invariants the policy is expected to keep
+    _noted = False  # hunt(): this example's first failure is recorded
 
     def target(self, policy: Policy) -> Target:
         return ModelTarget(policy, self.STEP_LIMIT)
@@ -409,9 +410,9 @@ def hunt(
     started = clock()
 
     def note(exc: BaseException, m: InboxMachine) -> None:
-        if getattr(m, "_noted", False):
+        if m._noted:
             return  # one failure per example: the first exception it raised
-        m._noted = True  # type: ignore[attr-defined]
+        m._noted = True
         kind, detail = _classify(exc)
         failure = Failure(kind, detail, getattr(m, "operations", 0), getattr(m, "faults", 0))
         result.failures.append(failure)

@@ -44,10 +44,20 @@ MonitorFactory = Callable[[Policy, dict[str, Any]], MonitorLike]
 ViolationFactory = Callable[[str, tuple[int, ...], str], Any]
 
 
+class CheckersMonitor(Protocol):
+    """A checkers' module's ``Monitor``: a :data:`MonitorFactory` that also
+    takes ``only_expected`` (judge only the invariants the policy is expected
+    to keep)."""
+
+    def __call__(
+        self, policy: Policy, hello: dict[str, Any], only_expected: bool = False
+    ) -> MonitorLike: ...
+
+
 DEFAULT = "inboxsim.invariants"
 
 
-def load(module: str | None = None) -> tuple[MonitorFactory, ViolationFactory]:
+def load(module: str | None = None) -> tuple[CheckersMonitor, ViolationFactory]:
     """``Monitor`` and ``Violation`` from the checkers' module (by default
     :mod:`inboxsim.invariants`; another module with the same two names can
     stand in, e.g. a test's stub or a deliberately weakened checker), or a
@@ -71,6 +81,6 @@ def monitor_for(module: str | None, only_expected: bool) -> tuple[MonitorFactory
     monitor, violation = load(module)
 
     def build(policy: Policy, hello: dict[str, Any]) -> MonitorLike:
-        return monitor(policy, hello, only_expected)  # type: ignore[call-arg]
+        return monitor(policy, hello, only_expected)
 
     return build, violation

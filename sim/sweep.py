@@ -44,7 +44,8 @@ from typing import Any
 
 from ..model import Policy, features
 from ..procs.interrupt import Interrupted, deferred
-from ..store.store import BatchColumns, Remember, open_store
+from ..store.columns import BatchColumns
+from ..store.store import Remember, open_store
 from ..trace.probes import BY_NAME, NAMES, PROBES, REQUIRED
 from .executor import run_tasks, worker_identity
 from .run import RunOptions, run_seed

@@ -19,7 +19,8 @@ from ..model import Policy
 from ..trace.encode import StepText, step_text
 from ..trace.probes import ProbeFold
 from ..trace.record import Trace
-from .store import BatchColumns, Store
+from .columns import BatchColumns
+from .store import Store
 
 # The keys of a step that state an expectation (expect_session only says
 # which session the state expectations are about).

@@ -22,7 +22,7 @@ It does not read every block: a byte flipped inside a data block is found by
 DuckDB's own checksum when that block is read (``check`` reads them all), and
 reported as a damaged file then.
 
-Bulk writes go through pyarrow Tables built from column lists
+Bulk writes go through pyarrow Tables built from column lists (:mod:`.columns`)
 (``INSERT INTO t SELECT * FROM <registered arrow table>``): two orders of
 magnitude faster than ``executemany`` for the million-row step tables a sweep
 produces (python-ecosystem.md, section 1).
@@ -80,7 +80,9 @@ from typing import Any, NamedTuple
 
 from .. import __version__
 from ..errors import HarnessError
+from .columns import BatchColumns, options_key
 from .migrate import MIGRATIONS, migrate
+from .mutants import mutant_row
 from .policies import policy_record
 from .schema import COUNTED, DDL, SCHEMA_VERSION, TABLES, record_row_counts, row_counts
 from .views import create_views
@@ -91,240 +93,6 @@ _EMPTY = -1  # schema_version() of a file with no tables at all: a new store
 # headers of 4 KiB each (DuckDB's Storage::FILE_HEADER_SIZE); then
 # ``total_blocks`` blocks of ``block_size`` bytes.
 _HEADER_BYTES = 3 * 4096
-
-
-def _schemas() -> dict[str, Any]:
-    import pyarrow as pa  # type: ignore[import-untyped]
-
-    return {
-        "runs": pa.schema(
-            [
-                ("run_id", pa.int64()),
-                ("sweep_id", pa.int64()),
-                ("seed", pa.uint64()),  # seeds may exceed 2**63: never infer this type
-                ("policy", pa.string()),
-                ("target", pa.string()),
-                ("version", pa.string()),
-                ("options", pa.string()),
-                ("swarm", pa.string()),
-                ("decisions", pa.list_(pa.int32())),
-                ("verdict", pa.string()),
-                ("liveness", pa.string()),
-                ("trace_hash", pa.string()),
-                ("ops", pa.int32()),
-                ("seconds", pa.float64()),
-                ("exercised", pa.list_(pa.string())),
-                ("scenario", pa.string()),
-                ("policy_hash", pa.string()),
-            ]
-        ),
-        "policies": pa.schema(
-            [
-                ("policy_hash", pa.string()),
-                ("name", pa.string()),
-                ("preset", pa.string()),
-                ("fields", pa.string()),
-            ]
-        ),
-        "scenario_runs": pa.schema(
-            [
-                ("run_id", pa.int64()),
-                ("scenario", pa.string()),
-                ("file", pa.string()),
-                ("passed", pa.bool_()),
-                ("expectations", pa.int32()),
-                ("expectations_failed", pa.int32()),
-                ("failures", pa.string()),
-            ]
-        ),
-        "events": pa.schema(
-            [
-                ("run_id", pa.int64()),
-                ("step", pa.int32()),
-                ("session", pa.string()),
-                ("seq", pa.int64()),
-                ("type", pa.string()),
-                ("input", pa.string()),
-                ("time", pa.int64()),
-                ("delivery", pa.string()),
-            ]
-        ),
-        "steps": pa.schema(
-            [
-                ("run_id", pa.int64()),
-                ("idx", pa.int32()),
-                ("phase", pa.string()),
-                ("kind", pa.string()),
-                ("decision", pa.string()),
-                ("request", pa.string()),
-                ("reply", pa.string()),
-                ("observed", pa.string()),
-            ]
-        ),
-        "violations": pa.schema(
-            [
-                ("run_id", pa.int64()),
-                ("invariant", pa.string()),
-                ("steps", pa.list_(pa.int32())),
-                ("message", pa.string()),
-            ]
-        ),
-        "probes": pa.schema([("run_id", pa.int64()), ("probe", pa.string()), ("hits", pa.int32())]),
-    }
-
-
-def _delivery(data: str) -> str | None:
-    value = json.loads(data).get("delivery")
-    return value if isinstance(value, str) else None
-
-
-def options_key(options: dict[str, Any]) -> str:
-    """The canonical text of a run's options: the failing-seed key."""
-    return json.dumps(options, sort_keys=True, separators=(",", ":"))
-
-
-class BatchColumns:
-    """Column lists for one batch of runs, filled run by run (the columnar
-    recorder: appending to lists is cheaper than building row tuples and
-    transposing them), then turned into pyarrow Tables."""
-
-    def __init__(self) -> None:
-        self.columns: dict[str, dict[str, list[Any]]] = {
-            name: {f: [] for f in _FIELDS[name]} for name in TABLES
-        }
-        self._policies: dict[Any, str] = {}  # Policy -> its hash, once per batch
-
-    def _policy_hash(self, policy: Any) -> str | None:
-        if policy is None:
-            return None
-        found = self._policies.get(policy)
-        if found is None:
-            found, name, preset, fields = policy_record(policy)
-            self._policies[policy] = found
-            table = self.columns["policies"]
-            table["policy_hash"].append(found)
-            table["name"].append(name)
-            table["preset"].append(preset)
-            table["fields"].append(fields)
-        return found
-
-    def add_run(self, run_id: int, sweep_id: int, result: Any, policy: Any = None) -> None:
-        """Add one :class:`~inboxsim.sim.run.RunResult`; ``policy``: the
-        :class:`~inboxsim.model.Policy` it ran under, whose fields are kept
-        (without it the run records its policy's name only)."""
-        runs = self.columns["runs"]
-        trace = result.trace
-        for key, value in (
-            ("run_id", run_id),
-            ("sweep_id", sweep_id),
-            ("seed", result.seed),
-            ("policy", result.policy),
-            ("target", trace.header.target),
-            ("version", trace.header.version),
-            ("options", options_key(result.options)),
-            ("swarm", json.dumps(result.swarm, sort_keys=True, separators=(",", ":"))),
-            ("decisions", list(result.decisions)),
-            ("verdict", result.verdict),
-            ("liveness", result.liveness),
-            ("trace_hash", result.trace_hash),
-            ("ops", len(trace.steps)),
-            ("seconds", result.seconds),
-            ("exercised", list(result.exercised)),
-            # Scenario runs (issue 5) may carry their scenario's name; seeded runs do not.
-            ("scenario", getattr(result, "scenario", None)),
-            ("policy_hash", self._policy_hash(policy)),
-        ):
-            runs[key].append(value)
-        steps = self.columns["steps"]
-        n = len(trace.steps)
-        steps["run_id"].extend([run_id] * n)
-        idx, phase, kind, decision = steps["idx"], steps["phase"], steps["kind"], steps["decision"]
-        for step in trace.steps:
-            idx.append(step.index)
-            phase.append(step.phase)
-            kind.append(step.kind)
-            decision.append(step.decision)
-        request, reply, observed = steps["request"], steps["reply"], steps["observed"]
-        for req, rep, obs in result.texts:
-            # A crash step has no request and no reply: SQL NULL, not JSON null.
-            request.append(None if req == "null" else req)
-            reply.append(None if rep == "null" else rep)
-            observed.append(obs)
-        self._add_events(run_id, trace.steps)
-        violations = self.columns["violations"]
-        for v in result.violations:
-            violations["run_id"].append(run_id)
-            violations["invariant"].append(v.invariant)
-            violations["steps"].append(list(v.steps))
-            violations["message"].append(v.message)
-        probes = self.columns["probes"]
-        for name, hits in sorted(result.probes.items()):
-            probes["run_id"].append(run_id)
-            probes["probe"].append(name)
-            probes["hits"].append(hits)
-
-    def _add_events(self, run_id: int, steps: Sequence[Any]) -> None:
-        ev = self.columns["events"]
-        e_run, e_step, e_session, e_seq = ev["run_id"], ev["step"], ev["session"], ev["seq"]
-        e_type, e_input, e_time, e_delivery = ev["type"], ev["input"], ev["time"], ev["delivery"]
-        for step in steps:
-            for e in step.observed.events:
-                e_run.append(run_id)
-                e_step.append(step.index)
-                e_session.append(e.session)
-                e_seq.append(e.seq)
-                e_type.append(e.type)
-                e_input.append(e.input)
-                e_time.append(e.time)
-                # Only admissions carry a delivery; parsing just those keeps the
-                # hot path cheap (a handful per run) while SQL gets a typed column.
-                e_delivery.append(_delivery(e.data) if e.type == "admitted" else None)
-
-    def tables(self) -> dict[str, Any]:
-        import pyarrow as pa
-
-        schemas = _schemas()
-        return {
-            name: pa.Table.from_pydict(cols, schema=schemas[name])
-            for name, cols in self.columns.items()
-        }
-
-
-_FIELDS = {
-    "runs": (
-        "run_id",
-        "sweep_id",
-        "seed",
-        "policy",
-        "target",
-        "version",
-        "options",
-        "swarm",
-        "decisions",
-        "verdict",
-        "liveness",
-        "trace_hash",
-        "ops",
-        "seconds",
-        "exercised",
-        "scenario",
-        "policy_hash",
-    ),
-    "policies": ("policy_hash", "name", "preset", "fields"),
-    "scenario_runs": (
-        "run_id",
-        "scenario",
-        "file",
-        "passed",
-        "expectations",
-        "expectations_failed",
-        "failures",
-    ),
-    "events": ("run_id", "step", "session", "seq", "type", "input", "time", "delivery"),
-    "steps": ("run_id", "idx", "phase", "kind", "decision", "request", "reply", "observed"),
-    "violations": ("run_id", "invariant", "steps", "message"),
-    "probes": ("run_id", "probe", "hits"),
-}
 
 
 class Store:
@@ -587,12 +355,12 @@ class Store:
     def write_mutants(self, rows: Iterable[dict[str, Any]]) -> int:
         """Record one campaign of planted-bug results (the kill matrix) in one
         transaction; returns its ``campaign_id``. Each row: ``mutant``,
-        ``killed_by_kind`` (one of :data:`KILL_KINDS`), ``killed_by`` (the
+        ``killed_by_kind`` (one of :data:`.mutants.KILL_KINDS`), ``killed_by`` (the
         invariant id or the divergence, None when not killed), ``seed`` (None
         for a scenario kill), ``seconds_to_detect``, ``runs``, ``shrunk_ops``.
         A row that breaks these rules is a :class:`HarnessError` naming it, and
         nothing of the campaign is written."""
-        checked = [_mutant_row(n, row) for n, row in enumerate(rows, 1)]
+        checked = [mutant_row(n, row) for n, row in enumerate(rows, 1)]
         with self.transaction() as con:
             row = con.execute("SELECT coalesce(max(campaign_id) + 1, 0) FROM mutants").fetchone()
             campaign = int(row[0]) if row else 0
@@ -650,46 +418,6 @@ def _remember(con: Any, update: Remember) -> None:
         con.execute(
             "INSERT OR IGNORE INTO failing_seeds VALUES (?, ?, ?)", [update.policy, key, seed]
         )
-
-
-KILL_KINDS = ("invariant", "divergence", "expectation", "none")
-"""How a planted bug was caught: an invariant violation, a divergence from the
-model in lockstep, a failed scenario expectation, or not at all (survived)."""
-
-
-def _mutant_row(n: int, row: dict[str, Any]) -> tuple[Any, ...]:
-    """One ``mutants`` row as a tuple, or a one-line error naming what is wrong."""
-    where = f"mutant row {n}"
-    try:
-        mutant, kind, runs = row["mutant"], row["killed_by_kind"], row["runs"]
-    except KeyError as exc:
-        raise HarnessError(f"{where} has no {exc.args[0]!r}") from None
-    except TypeError:
-        raise HarnessError(f"{where} is not a mapping: {row!r}") from None
-    if not isinstance(mutant, str) or not mutant:
-        raise HarnessError(f"{where}: mutant must be a non-empty name, not {mutant!r}")
-    if kind not in KILL_KINDS:
-        raise HarnessError(
-            f"{where} ({mutant}): killed_by_kind {kind!r} is not one of {', '.join(KILL_KINDS)}"
-        )
-    killed_by = row.get("killed_by")
-    if (kind == "none") != (killed_by is None):
-        raise HarnessError(
-            f"{where} ({mutant}): killed_by must be given exactly when killed_by_kind is not 'none'"
-        )
-    seed, seconds, shrunk = row.get("seed"), row.get("seconds_to_detect"), row.get("shrunk_ops")
-    for key, value in (("seed", seed), ("shrunk_ops", shrunk), ("runs", runs)):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 0
-        ):
-            raise HarnessError(
-                f"{where} ({mutant}): {key} must be a non-negative integer, not {value!r}"
-            )
-    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)):
-        raise HarnessError(
-            f"{where} ({mutant}): seconds_to_detect must be a number, not {seconds!r}"
-        )
-    return (mutant, kind, killed_by, seed, seconds, runs, shrunk)
 
 
 class _NeedsMigration(HarnessError):

@@ -35,7 +35,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal, NotRequired, TypeAlias
+from typing import Annotated, Any, Literal, NotRequired, TypeAlias, get_args
 
 from pydantic import (
     ConfigDict,
@@ -74,8 +74,8 @@ EventType = Annotated[str, Field(pattern="^(" + "|".join(EVENT_TYPES) + r"|other
 Id = str
 Json = Any  # any JSON value
 
-assert set(FAILPOINTS) == set(Failpoint.__args__)  # type: ignore[attr-defined]
-assert set(ERROR_CODES) == set(ErrorCode.__args__)  # type: ignore[attr-defined]
+assert set(FAILPOINTS) == set(get_args(Failpoint))
+assert set(ERROR_CODES) == set(get_args(ErrorCode))
 
 _REQUEST = ConfigDict(extra="forbid", strict=True)
 _CLOSED = ConfigDict(extra="forbid", strict=True)

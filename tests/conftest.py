@@ -16,9 +16,10 @@ import signal
 import sys
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+
+from tests.signal_helpers import WATCHED, ignored_by_the_kernel
 
 INTENT: dict[str, str] = {
     "test_adapter_e2e": "slow",
@@ -71,21 +72,6 @@ def pytest_configure(config: pytest.Config) -> None:
 # would make those fail later, on whichever worker they land, for a reason
 # they cannot see. So every test ends with the state it found: what it
 # changed is put back, and named in a warning (the summary lists it).
-
-WATCHED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP, signal.SIGUSR1)
-STATUS = Path("/proc/self/status")
-
-
-def ignored_by_the_kernel() -> frozenset[int]:
-    """Signals the kernel ignores for this process (what a child inherits,
-    also when set by C code that Python's own record of handlers misses)."""
-    if not STATUS.exists():
-        return frozenset()
-    for line in STATUS.read_text().splitlines():
-        if line.startswith("SigIgn:"):
-            bits = int(line.split()[1], 16)
-            return frozenset(s for s in WATCHED if bits >> (s - 1) & 1)
-    return frozenset()
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,9 @@ import pytest
 
 from inboxsim.cli import main
 from inboxsim.conformance.catalogue import mutant_command
-from inboxsim.conformance.check import conformance, store_results, target_command
+from inboxsim.conformance.check import conformance
+from inboxsim.conformance.command_lines import target_command
+from inboxsim.conformance.rows import store_results
 
 SCENARIOS = ["seed-retry", "metadata-retry-identity", "queue-fifo"]
 MODEL_ADAPTER = f"{sys.executable} -m inboxsim.targets.model_adapter"

@@ -11,9 +11,12 @@ from typing import Any
 
 import pytest
 
-from inboxsim.conformance import check
+from inboxsim.conformance import seeds
 from inboxsim.conformance.catalogue import ADAPTER
-from inboxsim.conformance.check import Item, SeedOutcome, conformance, seed_item, target_command
+from inboxsim.conformance.check import conformance
+from inboxsim.conformance.command_lines import target_command
+from inboxsim.conformance.report import Item
+from inboxsim.conformance.seeds import SeedOutcome, SeedRun, seed_item
 from inboxsim.model import G4
 from inboxsim.search.lockstep import LockstepTarget
 
@@ -32,11 +35,11 @@ def test_the_correct_sqlite_inbox_holds_under_concurrent_groups(tmp_path: Path) 
 
 def test_the_check_then_insert_race_breaks_concurrent_retry(tmp_path: Path) -> None:
     argv = [sys.executable, str(ADAPTER), "--mutant", "race-retry-check-then-insert"]
-    outcome = seed_item(0, argv, G4, "g4", 40, 10.0, tmp_path, "race", concurrency=4)
+    outcome = seed_item(SeedRun(argv, G4, "g4", 40, 10.0, "race", concurrency=4), 0, tmp_path)
     assert outcome.item.verdict == "violated"
     assert "concurrent-retry" in {inv for inv, _ in outcome.violations}
     # Sequentially the same seed's requests never race: the bug stays hidden.
-    alone = seed_item(0, argv, G4, "g4", 40, 10.0, tmp_path / "alone", "race")
+    alone = seed_item(SeedRun(argv, G4, "g4", 40, 10.0, "race"), 0, tmp_path / "alone")
     assert alone.item.verdict == "held"
 
 
@@ -52,8 +55,8 @@ def test_a_failing_seed_runs_again_and_a_target_that_answers_otherwise_is_nondet
         item = Item("seed", "7", "diverged", "the model said otherwise", "repro")
         return SeedOutcome(item, [], set(), {}, replies=replies)
 
-    monkeypatch.setattr(check, "_seed_once", once)
-    outcome = seed_item(7, ["adapter"], G4, "g4", 40, 10.0, tmp_path, "t", concurrency=2)
+    monkeypatch.setattr(seeds, "_seed_once", once)
+    outcome = seed_item(SeedRun(["adapter"], G4, "g4", 40, 10.0, "t", concurrency=2), 7, tmp_path)
     assert len(runs) == 2
     if differ:
         assert outcome.item.verdict == "nondeterministic"
@@ -87,5 +90,5 @@ def test_the_correct_sqlite_inbox_holds_the_seeds_that_were_false_alarms(
 ) -> None:
     monkeypatch.setattr(LockstepTarget, "group_kills", False)
     argv = target_command(None, "sqlite", None, 10.0)[0]
-    outcome = seed_item(seed, argv, G4, "g4", 40, 10.0, tmp_path, "sqlite", concurrency=4)
+    outcome = seed_item(SeedRun(argv, G4, "g4", 40, 10.0, "sqlite", concurrency=4), seed, tmp_path)
     assert outcome.item.verdict == "held", outcome.item.detail

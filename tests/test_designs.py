@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from inboxsim import cli
+from inboxsim.designs import sentences as st
 from inboxsim.designs import study as ds
 from inboxsim.designs import verdicts as vd
 from inboxsim.designs.difference import observable_difference
@@ -277,7 +278,7 @@ def _recompute(doc: dict) -> dict[str, object]:
     from inboxsim.search.explore import explore
 
     o = doc["options"]
-    k = vd.key
+    k = st.key
     f: dict[str, object] = {k("options", n): o[n] for n in ("seeds", "ops", "depth", "sessions")}
     base = PRESETS["g4"]
     f |= {k("field", "g4", n): v for n, v in base.fields().items()}
@@ -410,27 +411,27 @@ def test_verdicts_state_only_recomputed_figures(
     # the explorer found each invariant it is said to have found (and only those)
     for key, value in figures.items():
         if key.startswith("explore_found/"):
-            assert all(figures[vd.key("depth", key.split("/")[1], i)] is not None for i in value)
+            assert all(figures[st.key("depth", key.split("/")[1], i)] is not None for i in value)
     assert {k: v for k, v in figures.items() if not k.startswith("explore_found/")} == {
         k: v for k, v in recomputed.items() if not k.startswith("explore_found/")
     }
     known = set(PRESETS) | set(REGISTRY) | {vd.LIVENESS} | set(PRESETS["g4"].fields())
     differences = 0
     for q in doc["questions"]:
-        sentences = [vd.Sentence.load(s) for s in q["sentences"]]
+        sentences = [st.Sentence.load(s) for s in q["sentences"]]
         assert q["verdict"] == " ".join(s["text"] for s in q["sentences"])
         assert sentences, q["key"]
         for s, stored in zip(sentences, q["sentences"], strict=True):
             # the prose is the template filled from the recomputed figures
-            assert vd.render(s, recomputed) == stored["text"], q["key"]
-            fixed = vd.SLOT.sub("", s.template)
+            assert st.render(s, recomputed) == stored["text"], q["key"]
+            fixed = st.SLOT.sub("", s.template)
             assert not re.search(r"\d", ALLOWED_IN_TEMPLATES.sub("", fixed)), s.template
             assert set(dict(s.names).values()) <= known  # identifiers, never numbers
             keys = s.figure_keys()
             assert all(key in recomputed for key in keys), keys
-            if s.basis == vd.MEASURED:
+            if s.basis == st.MEASURED:
                 assert keys, s.template
-            elif s.basis == vd.CONSTRUCTION:
+            elif s.basis == st.CONSTRUCTION:
                 assert not s.refs and "by construction" in s.template
             # every number in the sentence is a digit of a figure it names
             names = {n for _, n in s.names}

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from inboxsim.commands.run import adapter_factory, run_all
-from inboxsim.conformance.check import target_command
+from inboxsim.conformance.command_lines import target_command
 from inboxsim.errors import HarnessError
 from inboxsim.model import G4, Create, Prompt, Synthetic
 from inboxsim.scenarios.load import load_text

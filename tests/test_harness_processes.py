@@ -575,7 +575,7 @@ def test_the_suite_sees_an_ignored_sigint_even_when_c_code_set_it() -> None:
     through libc, as a library's C code would) changes and Python's does not."""
     import ctypes
 
-    from tests.conftest import ignored_by_the_kernel
+    from tests.signal_helpers import ignored_by_the_kernel
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.signal.restype = ctypes.c_void_p

@@ -15,13 +15,9 @@ import pytest
 from inboxsim.conformance.catalogue import mutant_command
 from inboxsim.model import G4, Create, Fork, Hello, Ok, Op, Prompt, Reply, Resume
 from inboxsim.scenarios.load import load_library, resolve_policy
-from inboxsim.search.lockstep import (
-    Divergence,
-    LockstepTarget,
-    NotTestable,
-    needs,
-    run_scenarios_lockstep,
-)
+from inboxsim.search.divergence import Divergence
+from inboxsim.search.lockstep import LockstepTarget, NotTestable, needs
+from inboxsim.search.lockstep_scenarios import run_scenarios_lockstep
 from inboxsim.sim.run import RunOptions, RunResult, run_seed
 from inboxsim.targets.adapter import AdapterTarget
 from inboxsim.targets.target import ModelTarget

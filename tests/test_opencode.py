@@ -17,11 +17,14 @@ Every request is bounded by the adapter timeout, so it never hangs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,7 @@ from inboxsim.cli import main
 from inboxsim.conformance.check import conformance
 from inboxsim.conformance.opencode_db import validate_db
 from inboxsim.impls.opencode import (
+    ADAPTER,
     RECOMMENDED_TIMEOUT,
     adapter_command,
     install_command,
@@ -325,8 +329,9 @@ def test_opencode_midstream_interrupt_and_kill(
 
 
 # A few library scenarios (send, steer, queue, retry, conflict, interrupt,
-# allowance, OpenCode's revert, files mapped to URIs) and two seeds with kills: a short conformance
-# run, as CI runs it (steer-batch-101, 40 s here, runs in the full report).
+# allowance, OpenCode's revert, files mapped to URIs, an interrupt and a kill
+# mid-stream) and two seeds with kills: a short conformance run, as CI runs it
+# (steer-batch-101, 40 s here, runs in the full report).
 CI_SCENARIOS = [
     "seed-send",
     "seed-steer",
@@ -335,7 +340,19 @@ CI_SCENARIOS = [
     "idle-interrupt-noop",
     "revert-keeps-boundary-g2",
     "files-retry-identity",
+    "interrupt-mid-stream",
+    "kill-mid-stream",
 ]
+# Where OpenCode is expected to diverge, and why (impls/opencode/divergences.toml):
+# each is run, and must diverge exactly there.
+DIVERGENCES = tomllib.loads((ADAPTER.parent / "divergences.toml").read_text())["divergence"]
+
+
+def logged(db: Path, text: str) -> bool:
+    """Does an event of this OpenCode database hold ``text``?"""
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        rows = conn.execute("SELECT data FROM event WHERE data LIKE ?", (f"%{text}%",))
+        return rows.fetchone() is not None
 
 
 def test_conformance_run_against_opencode(
@@ -348,7 +365,7 @@ def test_conformance_run_against_opencode(
         seeds=2,
         ops=20,
         timeout=RECOMMENDED_TIMEOUT,
-        scenarios=CI_SCENARIOS,
+        scenarios=CI_SCENARIOS + [d["scenario"] for d in DIVERGENCES],
         workdir=work,
         target_name="opencode",
     )
@@ -359,8 +376,20 @@ def test_conformance_run_against_opencode(
     for feature in ("compaction", "fork", "resume", "failpoints", "metadata"):
         assert verdicts.get(("feature", feature)) == "not testable", text
     assert not [i for i in report.items if i.verdict == "protocol error"], text
-    assert report.passed, text
+    expected = {d["scenario"]: d for d in DIVERGENCES}
+    failed = [i for i in report.items if i.failed and i.item not in expected]
+    assert not failed, text
     assert {verdicts[("scenario", n)] for n in CI_SCENARIOS} == {"held"}, text
+    for item in report.items:  # each expected divergence, exactly as documented
+        if item.kind == "scenario" and item.item in expected:
+            want = expected.pop(item.item)
+            assert item.verdict == "diverged", (want, item.detail)
+            assert item.failure is not None, item.detail
+            div = item.failure["divergence"]
+            assert (div["step"], div["where"]) == (want["step"], want["where"]), item.detail
+            assert div["target"] == want["target"], item.detail
+            assert any(logged(db, want["log_shows"]) for db in work.rglob("opencode.db")), want
+    assert not expected, f"not run: {sorted(expected)}"
     assert ("feature", "revert") not in verdicts, text
     no_processes_left(work)
 

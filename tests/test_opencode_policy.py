@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from inboxsim.cli import main
-from inboxsim.conformance.check import ConformanceReport, Item, store_results
+from inboxsim.conformance.report import ConformanceReport, Item
+from inboxsim.conformance.rows import store_results
 from inboxsim.model import G4, PRESETS, Answer, Create, Hello, Interrupt, Ok, Op, Prompt, apply
 from inboxsim.model.apply import initial_state
 from inboxsim.search.lockstep import LockstepTarget, NotTestable

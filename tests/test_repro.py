@@ -12,11 +12,11 @@ import pytest
 
 from inboxsim.cli import main
 from inboxsim.conformance.catalogue import mutant_command
-from inboxsim.conformance.check import conformance, shrink_conformance
+from inboxsim.conformance.check import conformance
 from inboxsim.model import G4
 from inboxsim.scenarios.load import load_scenario
-from inboxsim.search.lockstep import Divergence
-from inboxsim.search.repro import with_model_expectations
+from inboxsim.search.divergence import Divergence
+from inboxsim.search.repro import shrink_conformance, with_model_expectations
 from inboxsim.search.shrink import failure_key
 
 MUTANT = "interrupt-clears-inbox"

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from inboxsim.conformance.catalogue import mutant_command
-from inboxsim.conformance.check import seed_item, target_command
+from inboxsim.conformance.command_lines import target_command
+from inboxsim.conformance.seeds import SeedRun, seed_item
 from inboxsim.model import G4, Answer, Create, Op, Prompt, Synthetic
 from inboxsim.search.groups import GroupCheck, GroupDriver
 from inboxsim.targets.adapter import AdapterTarget
@@ -77,7 +78,7 @@ def test_conformance_kills_mid_group_and_the_correct_inbox_holds(tmp_path: Path)
     a step whose reply nobody saw, then the kill's own step, then the
     restart. The correct inbox holds."""
     argv = target_command(None, "sqlite", None, 10.0)[0]
-    outcome = seed_item(23, argv, G4, "g4", 40, 10.0, tmp_path, "sqlite", concurrency=4)
+    outcome = seed_item(SeedRun(argv, G4, "g4", 40, 10.0, "sqlite", concurrency=4), 23, tmp_path)
     assert outcome.item.verdict == "held", outcome.item.detail
     assert "1 kills (1 mid-group)" in outcome.item.detail
 
@@ -88,7 +89,9 @@ def test_conformance_catches_a_lost_inbox_at_a_kill_mid_group(tmp_path: Path, se
     ``volatile-inbox`` build: the rows admitted before the kill, gone after
     the restart, are named at the group's steps."""
     argv = mutant_command("volatile-inbox")[0]
-    outcome = seed_item(seed, argv, G4, "g4", 40, 10.0, tmp_path, "volatile", concurrency=4)
+    outcome = seed_item(
+        SeedRun(argv, G4, "g4", 40, 10.0, "volatile", concurrency=4), seed, tmp_path
+    )
     assert outcome.item.verdict == "violated", outcome.item.detail
     found = {inv for inv, _ in outcome.violations}
     assert found & {"durability", "replay-matches-views", "admission-projects-row"}, found

@@ -210,7 +210,7 @@ def test_a_failed_write_raises_its_own_error_and_keeps_the_store(db: str, result
     the aborted transaction); the store takes the next batch."""
     import pyarrow as pa
 
-    from inboxsim.store.store import BatchColumns
+    from inboxsim.store.columns import BatchColumns
 
     cols = BatchColumns()
     cols.add_run(6, 1, results[0], PRESETS["g2"])

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from inboxsim.designs import sentences as st
 from inboxsim.designs import verdicts as vd
-from inboxsim.designs.verdicts import key
+from inboxsim.designs.sentences import key
 from inboxsim.invariants.registry import REGISTRY
 from inboxsim.model import PRESETS
 
@@ -183,8 +184,8 @@ def test_every_number_of_every_sentence_is_a_figure_it_names() -> None:
     for q in vd.verdicts(figures):
         assert q["verdict"] == " ".join(s["text"] for s in q["sentences"])
         for doc in q["sentences"]:
-            s = vd.Sentence.load(doc)
-            assert vd.render(s, figures) == doc["text"]
+            s = st.Sentence.load(doc)
+            assert st.render(s, figures) == doc["text"]
             named = "".join(str(figures[k]) for k in s.figure_keys()) + "".join(
                 dict(s.names).values()
             )
@@ -203,10 +204,10 @@ def test_questions_name_real_invariants_and_say_what_holds_by_construction() -> 
 
 def test_say_refuses_a_sentence_without_its_basis() -> None:
     with pytest.raises(ValueError, match="names no figure"):
-        vd.say("b broke nothing.")
+        st.say("b broke nothing.")
     with pytest.raises(ValueError, match="must say so"):
-        vd.say("It is API shape.", vd.CONSTRUCTION)
+        st.say("It is API shape.", st.CONSTRUCTION)
     with pytest.raises(ValueError, match="unmatched"):
-        vd.say("{p} broke {n}.", p="b")
+        st.say("{p} broke {n}.", p="b")
     with pytest.raises(ValueError, match="no plain rendering"):
-        vd.render(vd.say("{x}", x=vd.Fig("expected/b/queue-fifo")), {"expected/b/queue-fifo": True})
+        st.render(st.say("{x}", x=st.Fig("expected/b/queue-fifo")), {"expected/b/queue-fifo": True})

@@ -25,6 +25,10 @@ network namespace as the OpenCode server), one thread per connection
   role frame and a first text delta), and the rest waits for the answer; so an
   interrupt or a kill lands after the model's response began. ``error`` is
   then an error frame inside the stream (the status is already 200).
+  A request whose newest user message contains ``MIDSTREAM_MARK`` begins at
+  once in any mode: the fake model's one instruction a prompt can carry, so
+  that a library scenario puts a cut-off mid-stream on OpenCode (on any other
+  target the text is just text).
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ from typing import Any
 
 STOP_TEXT = "ok"
 PARTIAL_TEXT = "partial "  # what a midstream answer has sent while it is held
+# A prompt whose text contains this makes its calls begin at once (see above).
+MIDSTREAM_MARK = "[midstream]"
 TOOL_TARGET = "inboxsim-tool-target.txt"  # the adapter puts it in the project folder
 TOOL_PATTERN = TOOL_TARGET
 ERROR = {
@@ -84,6 +90,7 @@ class Provider:
         self.midstream = midstream
         self.lock = threading.Condition()
         self.open: dict[str, HeldCall] = {}  # call id -> call, while unanswered
+        self.seen: list[HeldCall] = []  # every call, in opening order (for ``cut_since``)
         self._opened = 0
         self.requests = 0  # every model request seen (for the figures)
         self.stray: list[str] = []  # requests that were not chat completions
@@ -116,7 +123,8 @@ class Provider:
                     self._plain(400, b"bad json")
                     return
                 held = provider._register(self.headers.get("x-session-id") or "", body)
-                frame = self._start_stream(held, body) if provider.midstream else None
+                begins = provider.midstream or MIDSTREAM_MARK in (held.user_texts or [""])[-1]
+                frame = self._start_stream(held, body) if begins else None
                 provider._wait(held, self.connection)
                 if held.gone:
                     self.close_connection = True
@@ -240,6 +248,7 @@ class Provider:
                 held.gone = True
                 return held
             self.open[held.call] = held
+            self.seen.append(held)
             self.lock.notify_all()
         self._log(f"model call {held.call} opened: session {oc_session} roles {roles}")
         return held
@@ -277,6 +286,17 @@ class Provider:
             held.released.set()
             self.lock.notify_all()
         return True
+
+    def opened(self) -> int:
+        """How many calls have opened so far (a mark for ``cut_since``)."""
+        with self.lock:
+            return len(self.seen)
+
+    def cut_since(self, mark: int, oc_session: str) -> bool:
+        """Did a call of ``oc_session`` opened after ``mark`` end unanswered
+        (OpenCode hung up on it, or the adapter dropped it)?"""
+        with self.lock:
+            return any(h.oc_session == oc_session and h.gone for h in self.seen[mark:])
 
     def snapshot(self) -> list[HeldCall]:
         with self.lock:

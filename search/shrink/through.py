@@ -31,7 +31,7 @@ from ...sim import checkers
 from ...sim.rng import replayer, seeded
 from ...sim.run import RunOptions, RunResult, run
 from ...trace.record import NOTHING, Phase, Step, StepKind
-from ..lockstep import Divergence
+from ..divergence import Divergence
 from .decisions import Recording
 from .engine import (
     Candidate,
