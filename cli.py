@@ -586,6 +586,14 @@ def conformance_command(
             "pause points (a failing seed is run once more: the report says if it reproduced).",
         ),
     ] = False,
+    group_kills: Annotated[
+        bool,
+        typer.Option(
+            "--group-kills",
+            help="With --concurrency: groups also carry kills mid-group where the adapter lists "
+            "group and failpoints (experimental: a few false alarms on a correct inbox remain).",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Lockstep against the model: the scenario library, then a seeded sweep.
@@ -615,6 +623,7 @@ def conformance_command(
             as_json=as_json,
             concurrency=concurrency,
             free_running=free_running,
+            group_kills=group_kills,
         )
     )
 

@@ -32,6 +32,7 @@ def conformance(
     as_json: bool,
     concurrency: int = 1,
     free_running: bool = False,
+    group_kills: bool = False,
 ) -> int:
     if no_library and seeds == 0:
         raise HarnessError(
@@ -59,6 +60,7 @@ def conformance(
         shrink_seconds=shrink_seconds,
         concurrency=concurrency,
         free_running=free_running,
+        group_kills=group_kills,
     )
     batch = store_results(db, result) if db is not None else None
     if as_json:

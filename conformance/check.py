@@ -77,6 +77,7 @@ def conformance(
     scheduler: str | None = None,
     concurrency: int = 1,
     free_running: bool = False,
+    group_kills: bool = False,
 ) -> ConformanceReport:
     """Check an adapter (``command``: argv list or a command line) against the
     model under ``policy``: the scenario library (``scenarios`` narrows it to
@@ -94,7 +95,8 @@ def conformance(
     ``concurrency`` > 1 makes each seed send concurrent groups of up to that
     many requests (the adapter must list the feature ``group``; see
     :func:`seed_item`); ``free_running``: without schedules, even where the
-    adapter has pause points."""
+    adapter has pause points; ``group_kills``: groups also carry kills
+    mid-group where the adapter serves groups and failpoints."""
 
     argv = split_command(command) if isinstance(command, str) else list(command)
     if not argv:
@@ -146,7 +148,9 @@ def conformance(
                 not_testable.setdefault(k, v)
         exercised: set[str] = set()
         violated: dict[str, tuple[int, str, str]] = {}
-        run = SeedRun(argv, the_policy, policy, ops, timeout, name, concurrency, free_running)
+        run = SeedRun(
+            argv, the_policy, policy, ops, timeout, name, concurrency, free_running, group_kills
+        )
         outcomes = stack.enter_context(
             contextlib.closing(
                 seed_outcomes(
@@ -209,6 +213,7 @@ def conformance(
                 shrink_seconds,
                 shrink_runs,
                 concurrency,
+                group_kills,
             )
     report.seconds = time.perf_counter() - started
     return report

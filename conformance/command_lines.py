@@ -62,6 +62,7 @@ def repro_command(
     timeout: float = DEFAULT_TIMEOUT,
     concurrency: int = 1,
     free: bool = False,
+    group_kills: bool = False,
 ) -> str:
     words = ["inboxsim", "conformance", "--adapter", shlex.join(command), "--policy", policy]
     if timeout != DEFAULT_TIMEOUT:
@@ -72,4 +73,5 @@ def repro_command(
         words += ["--no-library", "--seed-start", str(seed), "--seeds", "1", "--ops", str(ops)]
     if concurrency > 1:
         words += ["--concurrency", str(concurrency)] + (["--free-running"] if free else [])
+        words += ["--group-kills"] if group_kills else []
     return shlex.join(words)

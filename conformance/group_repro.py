@@ -109,6 +109,7 @@ def tape_seed(
     folder: Path,
     timeout: float | None = None,
     name: str | None = None,
+    kills: bool = False,
 ) -> tuple[list[dict[str, Any]], int, str] | None:
     """Run the seed again through a taped lockstep target: its steps up to
     the failing one, the step limit, and the failure's first line; None
@@ -117,7 +118,7 @@ def tape_seed(
     adapters = fresh_adapters(argv, folder, timeout, name)
 
     def factory(p: Policy, step_limit: int) -> Taped:
-        lock = LockstepTarget(ModelTarget(p, step_limit), adapters(p, step_limit))
+        lock = LockstepTarget(ModelTarget(p, step_limit), adapters(p, step_limit), kills=kills)
         taped.append(Taped(lock, step_limit))
         return taped[-1]
 
@@ -150,12 +151,13 @@ def shrink_concurrent_seed(
     name: str | None = None,
     seconds: float = 60.0,
     runs: int = 300,
+    group_kills: bool = False,
 ) -> Repro | None:
     """A failing concurrent seed as a minimal group scenario file in ``out``
     (the module docstring); None when the seed held when run again."""
     began = time.perf_counter()
     options = RunOptions(ops=ops, only_expected=True, concurrency=concurrency)
-    taped = tape_seed(seed, argv, policy, options, workdir / "tape", timeout, name)
+    taped = tape_seed(seed, argv, policy, options, workdir / "tape", timeout, name, group_kills)
     if taped is None:
         return None
     tables, step_limit, message = taped

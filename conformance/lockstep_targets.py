@@ -25,10 +25,17 @@ class LockstepTargets:
     """Makes lockstep targets, each adapter in a fresh folder, and closes them."""
 
     def __init__(
-        self, command: Sequence[str], timeout: float, base: Path, name: str, free: bool = False
+        self,
+        command: Sequence[str],
+        timeout: float,
+        base: Path,
+        name: str,
+        free: bool = False,
+        kills: bool = False,
     ) -> None:
         self.command = list(command)
         self.free = free
+        self.kills = kills
         self.timeout = timeout
         self.base = base
         self.name = name
@@ -42,6 +49,7 @@ class LockstepTargets:
             ModelTarget(policy, step_limit),
             AdapterTarget(self.command, folder, step_limit, self.timeout, name=self.name),
             free=self.free,
+            kills=self.kills,
         )
         self.made.append(lock)
         return lock

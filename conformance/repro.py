@@ -26,6 +26,7 @@ def attach_repro(
     seconds: float,
     runs: int,
     concurrency: int = 1,
+    group_kills: bool = False,
 ) -> None:
     """Shrink one failure through the adapter; the file's path and how it was
     checked go into the item (a shrink that fails is said, never raised). A
@@ -44,6 +45,7 @@ def attach_repro(
                 name=name,
                 seconds=seconds,
                 runs=runs,
+                group_kills=group_kills,
             )
             if repro is None:
                 item.detail += "\n(no minimal repro: the failure did not recur as a group file)"

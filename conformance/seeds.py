@@ -40,6 +40,7 @@ class SeedRun:
     name: str
     concurrency: int = 1
     free: bool = False
+    group_kills: bool = False  # kills mid-group (conformance --group-kills)
 
 
 @dataclass
@@ -106,8 +107,11 @@ def _seed_once(run: SeedRun, seed: int, base: Path) -> SeedOutcome:
         timeout=run.timeout,
         concurrency=run.concurrency,
         free=run.free,
+        group_kills=run.group_kills,
     )
-    lockstep = LockstepTargets(run.argv, run.timeout, base / f"seed-{seed}", run.name, run.free)
+    lockstep = LockstepTargets(
+        run.argv, run.timeout, base / f"seed-{seed}", run.name, run.free, run.group_kills
+    )
     started = time.perf_counter()
     violations: list[tuple[str, str]] = []
     exercised: set[str] = set()
@@ -187,6 +191,7 @@ def _seed_batch(run: SeedRun, seeds: tuple[int, ...]) -> list[SeedOutcome]:
                 timeout=run.timeout,
                 concurrency=run.concurrency,
                 free=run.free,
+                group_kills=run.group_kills,
             )
             out.append(outcome)
             watch.see(outcome.item.never_ready, outcome.item.ready)

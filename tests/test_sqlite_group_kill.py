@@ -78,7 +78,9 @@ def test_conformance_kills_mid_group_and_the_correct_inbox_holds(tmp_path: Path)
     a step whose reply nobody saw, then the kill's own step, then the
     restart. The correct inbox holds."""
     argv = target_command(None, "sqlite", None, 10.0)[0]
-    outcome = seed_item(SeedRun(argv, G4, "g4", 40, 10.0, "sqlite", concurrency=4), 23, tmp_path)
+    outcome = seed_item(
+        SeedRun(argv, G4, "g4", 40, 10.0, "sqlite", concurrency=4, group_kills=True), 23, tmp_path
+    )
     assert outcome.item.verdict == "held", outcome.item.detail
     assert "1 kills (1 mid-group)" in outcome.item.detail
 
@@ -90,7 +92,9 @@ def test_conformance_catches_a_lost_inbox_at_a_kill_mid_group(tmp_path: Path, se
     the restart, are named at the group's steps."""
     argv = mutant_command("volatile-inbox")[0]
     outcome = seed_item(
-        SeedRun(argv, G4, "g4", 40, 10.0, "volatile", concurrency=4), seed, tmp_path
+        SeedRun(argv, G4, "g4", 40, 10.0, "volatile", concurrency=4, group_kills=True),
+        seed,
+        tmp_path,
     )
     assert outcome.item.verdict == "violated", outcome.item.detail
     found = {inv for inv, _ in outcome.violations}
