@@ -173,9 +173,30 @@ class Checker:
         does not change."""
         new = object.__new__(type(self))
         memory = new.__dict__
-        for name, value in self.__dict__.items():
-            kind = type(value)
-            memory[name] = value.copy() if kind is dict or kind is list or kind is set else value
+        mine = self.__dict__
+        memory.update(mine)
         memory["env"] = env
         memory["t"] = env.tracker
+        found = _MEMORY_NAMES.get(type(self))
+        if found is None or found[0] != len(mine):
+            found = _memory_names(type(self), mine)
+        for name in found[1]:
+            value = memory[name]
+            kind = type(value)
+            if kind is dict or kind is list or kind is set:
+                memory[name] = value.copy()
         return new
+
+
+_BASE_ATTRIBUTES = frozenset({"env", "t", "policy"})
+_MEMORY_NAMES: dict[type, tuple[int, tuple[str, ...]]] = {}
+
+
+def _memory_names(cls: type, attributes: dict[str, Any]) -> tuple[int, tuple[str, ...]]:
+    """A checker's own attributes (its memory), besides what the base gives
+    every checker: computed once per class, again if the number of its
+    attributes changed (a checker sets all of them in ``__init__``, never
+    deletes one; most checkers have none)."""
+    names = tuple(n for n in attributes if n not in _BASE_ATTRIBUTES)
+    found = _MEMORY_NAMES[cls] = (len(attributes), names)
+    return found

@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..model.policy import Policy
-from ..model.values import Event
 from ..trace.record import Step, Trace
 from .admission import (
     BeforeWakeChecker,
@@ -47,7 +46,7 @@ from .promotion import AtomicChecker, BoundaryChecker, PromotionEventChecker
 from .registry import REGISTRY, expected
 from .retry import ConcurrentRetryChecker, ErrorChecker, ReuseChecker
 from .sequence import SequenceChecker
-from .tracker import SessionShadow, StepCtx, Tracker
+from .tracker import Tracker
 from .transcript import ContextChecker, NotHistoryChecker, TranscriptViewChecker
 
 CHECKERS: tuple[type[Checker], ...] = (
@@ -86,22 +85,37 @@ CHECKERS: tuple[type[Checker], ...] = (
     LivenessChecker,
 )
 
-Hook = Callable[[StepCtx], None]
-EventHook = Callable[[StepCtx, Event, SessionShadow], None]
 
-
-_PLANS: dict[tuple[tuple[type[Checker], ...], str, Any], tuple[int, ...]] = {}
 _EVERY = frozenset(i for cls in CHECKERS for i in cls.ids)
 """Every id a checker can hit."""
 
+Plan = tuple[tuple[Callable[..., None], int], ...]
+"""A hook table's entry: the hooks to call, each as (its class's function,
+the position of its checker in the monitor)."""
+Tables = dict[str, dict[Any, Plan]]
+_TABLES: dict[tuple[type[Checker], ...], Tables] = {}
+_TABLE_NAMES = ("begin", "event", "end", "end_async")
 
-def _plan(kinds: tuple[type[Checker], ...], name: str, kind: Any) -> tuple[int, ...]:
-    """Which checkers (by position) a hook table calls for one request type
-    (``begin``, ``end``) or event type (``event``): those whose class
-    defines the hook and cares about that type. The same for every monitor
-    with these checker classes, so computed once."""
-    key = (kinds, name, kind)
-    plan = _PLANS.get(key)
+
+def _tables(kinds: tuple[type[Checker], ...]) -> Tables:
+    """The hook tables (``begin``, ``event``, ``end``, ``end_async``, each by
+    request or event type) of every monitor with these checker classes,
+    filled on demand by :func:`_plan`. A monitor and all its clones share
+    them (the explorer clones one per transition): the tables hold
+    functions and positions, not methods bound to one monitor's checkers."""
+    tables = _TABLES.get(kinds)
+    if tables is None:
+        tables = _TABLES[kinds] = {name: {} for name in _TABLE_NAMES}
+    return tables
+
+
+def _plan(kinds: tuple[type[Checker], ...], name: str, kind: Any) -> Plan:
+    """Which hooks table ``name`` calls for one request type (``begin``,
+    ``end``, ``end_async``) or event type (``event``): those of the checkers
+    whose class defines the hook and cares about that type. The same for
+    every monitor with these checker classes, so computed once."""
+    table = _tables(kinds)[name]
+    plan = table.get(kind)
     if plan is None:
         chosen = []
         for i, cls in enumerate(kinds):
@@ -112,9 +126,15 @@ def _plan(kinds: tuple[type[Checker], ...], name: str, kind: Any) -> tuple[int, 
                 continue  # the base's no-op: never called
             cares = cls.events if name == "event" else cls.ops
             if cares is None or (kind is not None and kind in cares):
-                chosen.append(i)
-        plan = _PLANS[key] = tuple(chosen)
+                chosen.append((getattr(cls, "end" if name == "end_async" else name), i))
+        plan = table[kind] = tuple(chosen)
     return plan
+
+
+_TABLE_ATTRIBUTES = ("_begin", "_end", "_end_async", "_events")
+_SHARED = frozenset({*_TABLE_ATTRIBUTES, "_kinds", "policy", "enabled"})
+"""What a monitor's copies share: its hook tables, checker classes, policy
+and enabled ids (never changed in place)."""
 
 
 class Monitor:
@@ -149,37 +169,42 @@ class Monitor:
         """Ids of the invariants that reached a step where they could have failed."""
         self.checkers = [cls(self._env) for cls in CHECKERS if enabled.intersection(cls.ids)]
         self._kinds = tuple(type(c) for c in self.checkers)
-        self._begin: dict[type | None, list[Hook]] = {}
-        self._end: dict[type | None, list[Hook]] = {}
-        self._end_async: dict[type | None, list[Hook]] = {}  # a busy group member's
-        self._events: dict[str, list[EventHook]] = {}
+        self._bind_tables()
         self._finished: list[Violation] | None = None
+
+    def _bind_tables(self) -> None:
+        """The hook tables shared by every monitor with these checkers (:func:`_tables`)."""
+        tables = _tables(self._kinds)
+        self._begin = tables["begin"]
+        self._end = tables["end"]
+        self._end_async = tables["end_async"]  # a busy group member's
+        self._events = tables["event"]
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Monitor:
         """A copy that judges on independently (the explorer keeps one per
-        search node). The dispatch tables are caches of bound methods: the
-        copy rebuilds its own rather than copying them."""
+        search node). The hook tables are shared (:func:`_tables`)."""
         clone = Monitor.__new__(Monitor)
         memo[id(self)] = clone
         for name, value in self.__dict__.items():
-            if name in ("_begin", "_end", "_end_async", "_events"):
-                setattr(clone, name, {})
+            if name in _SHARED:
+                setattr(clone, name, value)
             else:
                 setattr(clone, name, copy.deepcopy(value, memo))
         return clone
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled without the dispatch tables (caches of bound methods)."""
-        state = self.__dict__.copy()
-        state["_begin"], state["_end"], state["_events"] = {}, {}, {}
-        state["_end_async"] = {}
-        return state
+        """Pickled without the hook tables (functions, shared per process)."""
+        return {n: v for n, v in self.__dict__.items() if n not in _TABLE_ATTRIBUTES}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._bind_tables()
 
     def clone(self) -> Monitor:
         """A copy that judges on independently, taken between steps: the
-        tracker's and each checker's ``clone``; the dispatch tables are
-        rebuilt as steps need them. What the explorer copies per transition
-        (several times cheaper than ``pickle`` or ``deepcopy``)."""
+        tracker's and each checker's ``clone``; the hook tables are shared.
+        What the explorer copies per transition (several times cheaper than
+        ``pickle`` or ``deepcopy``)."""
         if self._finished is not None:
             raise RuntimeError("the monitor has finished; start a new one")
         clone = Monitor.__new__(Monitor)
@@ -190,20 +215,10 @@ class Monitor:
         clone.exercised = env.exercised
         clone.checkers = [c.clone(env) for c in self.checkers]
         clone._kinds = self._kinds
-        clone._begin, clone._end, clone._events = {}, {}, {}
-        clone._end_async = {}
+        clone._begin, clone._end, clone._events = self._begin, self._end, self._events
+        clone._end_async = self._end_async
         clone._finished = None
         return clone
-
-    def _hooks(self, table: dict[Any, list[Any]], name: str, kind: type | str | None) -> list[Any]:
-        """The hooks ``name`` of the checkers that care about ``kind`` (a
-        request type, or an event type for ``event``), bound once per
-        monitor and kind."""
-        plan = _plan(self._kinds, name, kind)
-        checkers = self.checkers
-        method = "end" if name == "end_async" else name
-        hooks = table[kind] = [getattr(checkers[i], method) for i in plan]
-        return hooks
 
     def feed(self, step: Step) -> list[Violation]:
         """Judge one step; returns the violations it revealed."""
@@ -212,35 +227,36 @@ class Monitor:
         tracker = self.tracker
         op_type = type(step.request) if step.request is not None else None
         ctx = tracker.begin(step)
-        begin: list[Hook] | None = self._begin.get(op_type)
+        checkers = self.checkers
+        begin = self._begin.get(op_type)
         if begin is None:
-            begin = self._hooks(self._begin, "begin", op_type)
-        for hook in begin:
-            hook(ctx)
+            begin = _plan(self._kinds, "begin", op_type)
+        for hook, i in begin:
+            hook(checkers[i], ctx)
         events = step.observed.events
         if events:
             sessions = tracker.sessions
             table = self._events
             for ev in events:
                 sh = sessions.get(ev.session) or tracker.session(ev.session, ctx.index)
-                hooks: list[EventHook] | None = table.get(ev.type)
+                hooks = table.get(ev.type)
                 if hooks is None:
-                    hooks = self._hooks(table, "event", ev.type)
-                for event_hook in hooks:
-                    event_hook(ctx, ev, sh)
+                    hooks = _plan(self._kinds, "event", ev.type)
+                for event_hook, i in hooks:
+                    event_hook(checkers[i], ctx, ev, sh)
                 tracker.apply(ctx, ev)
         tracker.observe(ctx)
         # a group member while the runner worked (a crash ends that work)
         if (ctx.runner_busy or ctx.busy_before) and not ctx.crashed:
             end = self._end_async.get(op_type)
             if end is None:
-                end = self._hooks(self._end_async, "end_async", op_type)
+                end = _plan(self._kinds, "end_async", op_type)
         else:
             end = self._end.get(op_type)
             if end is None:
-                end = self._hooks(self._end, "end", op_type)
-        for hook in end:
-            hook(ctx)
+                end = _plan(self._kinds, "end", op_type)
+        for hook, i in end:
+            hook(checkers[i], ctx)
         tracker.settle(ctx)
         found = self._env.found
         self._env.found = []

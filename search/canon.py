@@ -498,7 +498,9 @@ def _tracker_owner(seg: _Segment, o: Any) -> None:
 
 def _id_entries(seg: _Segment, tag: str, items: list[tuple[str, Any]], write: Any) -> None:
     seg.out.extend((tag, len(items)))
-    for x, v in seg.owned_in_order(items):
+    if not items:
+        return
+    for x, v in seg.owned_in_order(items) if len(items) > 1 else items:
         seg.ident(x)
         write(seg, v)
 
@@ -556,16 +558,50 @@ def _attributes(o: Any) -> list[str]:
     return [n for n in names if n != "__weakref__"]
 
 
-_KNOWN: dict[tuple[type, tuple[str, ...]], bool] = {}
+_KNOWN: dict[tuple[type, int], bool] = {}
 
 
 def _known(o: Any, slots: tuple[str, ...]) -> bool:
-    """Has this object exactly the attributes its writer knows?"""
+    """Has this object exactly the attributes its writer knows? (Asked once
+    per class: the writers' classes are slotted.)"""
     cls = type(o)
-    found = _KNOWN.get((cls, slots))
+    found = _KNOWN.get((cls, id(slots)))
     if found is None:
-        found = _KNOWN[(cls, slots)] = tuple(_attributes(o)) == slots
+        found = _KNOWN[(cls, id(slots))] = tuple(_attributes(o)) == slots
     return found
+
+
+# How the key writes a checker's memory, per attribute (:func:`_memory_plan`).
+_SKIP, _EMPTY, _SESSIONS, _AT, _WHOLE = range(5)
+_PLANS: dict[type, tuple[int, tuple[tuple[str, int], ...]]] = {}
+
+
+def _memory_plan(c: Any) -> tuple[tuple[str, int], ...]:
+    """A checker's memory attributes and how each is written: left out
+    (the base's, and ``step_scoped``), nothing when empty
+    (``_EMPTY_BETWEEN_STEPS``), by session, at session, or in full. The same
+    for every checker of a class with the same attributes, so computed once
+    per class (again if its number of attributes changed: a checker sets
+    all of them in ``__init__``)."""
+    cls = type(c)
+    memory = vars(c)
+    name = cls.__name__
+    scoped = getattr(cls, "step_scoped", ())
+    plan = []
+    for n in memory:
+        if n in _CHECKER_BASE or n in scoped:
+            continue
+        what = (name, n)
+        role = _WHOLE
+        if what in _EMPTY_BETWEEN_STEPS:
+            role = _EMPTY
+        elif what in _BY_SESSION:
+            role = _SESSIONS
+        elif what in _AT_SESSION:
+            role = _AT
+        plan.append((n, role))
+    _PLANS[cls] = (len(memory), tuple(plan))
+    return tuple(plan)
 
 
 # --- the key --------------------------------------------------------------------------
@@ -804,24 +840,24 @@ def _monitor_halves(
             full.append(("open_count", (sid, tracker.open_count[sid])))
     by_session: dict[str, list[tuple[str, Any]]] = {}
     at_session: dict[str, list[tuple[str, str, Any]]] = {}
+    plans = _PLANS
     for c in monitor.checkers:
-        cls = type(c).__name__
-        scoped = getattr(type(c), "step_scoped", ())
-        for n, v in vars(c).items():
-            if n in _CHECKER_BASE or n in scoped:
+        memory = vars(c)
+        found = plans.get(type(c))
+        plan = found[1] if found is not None and found[0] == len(memory) else _memory_plan(c)
+        for n, role in plan:
+            v = memory[n]
+            if role == _EMPTY and not v:
                 continue
-            what = (cls, n)
-            if what in _EMPTY_BETWEEN_STEPS and not v:
-                continue
-            if what in _BY_SESSION and type(v) is dict and all(k in segments for k in v):
+            if role == _SESSIONS and type(v) is dict and all(k in segments for k in v):
                 for k, x in v.items():
                     by_session.setdefault(k, []).append((n, x))
                 continue
-            if what in _AT_SESSION and type(v) is dict and all(s in segments for s in v.values()):
+            if role == _AT and type(v) is dict and all(s in segments for s in v.values()):
                 for x, s in v.items():
                     at_session.setdefault(s, []).append((n, x, None))
                 continue
-            full.append((f"{cls}.{n}", v))
+            full.append((f"{type(c).__name__}.{n}", v))
     for sid, seg in segments.items():
         out = seg.out
         out.append("monitor")

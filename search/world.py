@@ -338,8 +338,42 @@ def _restart(state: State, now: int, step_limit: int, index: int) -> tuple[State
     return outcome.state, step
 
 
-def take(state: State, action: Action, now: int, step_limit: int, base: int) -> Transition:
-    """Apply one action; ``base`` is the index of its first step."""
+class _Probe(str):
+    """A ``crash_at`` that matches no failpoint and records each one the
+    request passes. The model reads ``crash_at`` only to compare it with the
+    failpoint it reaches (``Tx.reach``), so a request applied with a probe
+    does exactly what it does without one (the same outcome), and asked to
+    crash at a failpoint it would crash exactly at those the probe saw (it
+    runs the same way up to the first one): the crash variants are found
+    without a trial apply per failpoint."""
+
+    passed: list[str]
+
+    def __new__(cls) -> _Probe:
+        probe = super().__new__(cls, "probe")
+        probe.passed = []
+        return probe
+
+    def __eq__(self, other: object) -> bool:
+        self.passed.append(str(other))
+        return False
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = str.__hash__
+
+
+def take(
+    state: State,
+    action: Action,
+    now: int,
+    step_limit: int,
+    base: int,
+    probe: _Probe | None = None,
+) -> Transition:
+    """Apply one action; ``base`` is the index of its first step. ``probe``
+    (a plain request only): records the failpoints the request passes."""
     if action.op is None:
         crashed = state.crashed()
         kill = Step(
@@ -347,7 +381,7 @@ def take(state: State, action: Action, now: int, step_limit: int, base: int) -> 
         )
         after, hello = _restart(crashed, now, step_limit, base + 1)
         return Transition(action, after, (kill, hello))
-    outcome = apply(state, action.op, action.crash_at)
+    outcome = apply(state, action.op, action.crash_at if probe is None else probe)
     step = Step(
         base,
         "safety",
@@ -376,26 +410,23 @@ def transitions(
     """Every transition of the alphabet from ``state``, crash variants included."""
     failpoints = "failpoints" in enabled
     for action in requests(state, sessions, now, enabled, pool):
-        plain = take(state, action, now, step_limit, base)
+        crashable = failpoints and isinstance(action.op, CRASHABLE)
+        probe = _Probe() if crashable else None
+        plain = take(state, action, now, step_limit, base, probe)
         yield plain
         # A failpoint is only ever passed after the request appended an event
         # (an admission, a promotion, or the execution/step events before a
-        # boundary), so a request that appended nothing reaches none: skip
-        # the three trial applies.
-        if (
-            not failpoints
-            or not isinstance(action.op, CRASHABLE)
-            or not plain.steps[0].observed.events
-        ):
+        # boundary), so a request that appended nothing has no crash variant.
+        if probe is None or not plain.steps[0].observed.events:
             continue
         for point in FAILPOINTS:
+            if point not in probe.passed:
+                continue  # not reached: asked to crash there, it is the plain request
             label = f"{action.label}@{point}"
             variant = Action(label, action.op, point, action.session, action.ident, "failpoints")
             crashed = take(state, variant, now, step_limit, base)
-            if isinstance(
-                crashed.steps[0].reply, Crashed
-            ):  # reached it; else it is the plain request
-                yield crashed
+            assert isinstance(crashed.steps[0].reply, Crashed), "a failpoint passed must crash"
+            yield crashed
 
 
 def exhaustive_claim(sessions: int, depth: int, pool: int = POOL) -> str:

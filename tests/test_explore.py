@@ -18,7 +18,17 @@ from typing import Any
 import pytest
 
 from inboxsim import cli
-from inboxsim.model import PRESETS, Answer, Compact, Interrupt, Policy, Prompt, State
+from inboxsim.model import (
+    FAILPOINTS,
+    PRESETS,
+    Answer,
+    Compact,
+    Crashed,
+    Interrupt,
+    Policy,
+    Prompt,
+    State,
+)
 from inboxsim.search import coarse_keys, world
 from inboxsim.search import explore as ex
 from inboxsim.trace.record import Step
@@ -689,3 +699,41 @@ def test_explore_progress_draws_a_bar_on_a_terminal() -> None:
     text = stream.getvalue()
     assert "explore: depth 3/3: " in text  # each level's line, printed above the bar
     assert "explore depth 3/3" in text and "states" in text and "transitions" in text
+
+
+@pytest.mark.parametrize("preset", ["g4", "g2", "c", "b", "g5"])
+def test_crash_variants_are_those_a_trial_apply_per_failpoint_finds(preset: str) -> None:
+    """``transitions`` finds a request's crash variants from the failpoints
+    its plain apply passed (a probe as ``crash_at``), not by one trial apply
+    per failpoint: over every state of 2 sessions to depth 2, the same
+    transitions, in order, as the trial applies (with the plain request's
+    events as the precondition, as before)."""
+    names = world.session_names(2)
+    state, prefix, _ = world.start(PRESETS[preset], names, world.DEFAULT_STEP_LIMIT)
+    frontier = [(state, len(prefix))]
+    compared = crashes = 0
+    for now in (1, 2):
+        following = []
+        for s, base in frontier:
+            got = list(world.transitions(s, names, now, 2, world.FULL, base))
+            want = []
+            for action in world.requests(s, names, now, world.FULL):
+                plain = world.take(s, action, now, 2, base)
+                want.append(plain)
+                if not isinstance(action.op, world.CRASHABLE) or not plain.steps[0].observed.events:
+                    continue
+                for point in FAILPOINTS:
+                    variant = world.Action(
+                        f"{action.label}@{point}", action.op, point, action.session, action.ident
+                    )
+                    crashed = world.take(s, variant, now, 2, base)
+                    if isinstance(crashed.steps[0].reply, Crashed):
+                        want.append(crashed)
+            assert [(t.action.label, t.steps, t.state.store) for t in got] == [
+                (t.action.label, t.steps, t.state.store) for t in want
+            ]
+            compared += len(got)
+            crashes += sum(1 for t in got if t.action.crash_at is not None)
+            following += [(t.state, base + len(t.steps)) for t in got]
+        frontier = following
+    assert crashes > 0 and compared > crashes
