@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from .frozen import fast_init
 from .values import canonical_json
 
 
@@ -208,6 +209,10 @@ OPS: dict[str, type[Op]] = {
         CrashOp,
     )
 }
+
+_OP_CLASSES: list[type[Op]] = [Op, *OPS.values()]
+for op_class in _OP_CLASSES:
+    fast_init(op_class)  # the workload builds one per step (model/frozen.py)
 
 FAILPOINTS = ("after_admit", "mid_promotion", "after_promotion")
 
