@@ -81,11 +81,11 @@ seed), Tracker.settle 1.3 %, observed_text 1.3 %. Kept: ``model.frozen.fast_init
 (each frozen value's fields stored through their slot descriptors, ~2x
 faster construction, still frozen: 48.4 M -> 45.4 M instructions a seed);
 a request's plain payload text written out, not normalized and encoded;
-``boundaries`` answers at once on the steps without one (44.0 M). By valgrind
-instruction count (15 seeds x 100 ops in process, tables built; ``PY=...
-valgrind --tool=callgrind python -c`` of ``run_batch``, minus the same
-with no seeds): 44.0 M a seed vs the release's 52.1 M, 1.18x (1.08x at the
-start of the pass). This benchmark at load 12-18 (CPU time): 47.0 s vs the
+``boundaries`` answers at once on the steps without one (44.0 M); the
+trace hash in one call (~0.4 % of a run). By valgrind instruction count
+(``benchmarks/sweep_instructions.py``: 15 seeds x 100 ops in process, tables
+built, start-up subtracted): 43.9 M a seed vs the release's 51.9 M, 1.18x
+(1.08x at the start of the pass). This benchmark at load 12-18 (CPU time): 47.0 s vs the
 release's 46.7 s, 1.0x: at that load CPU time moves by more than the gain,
 and the wall times (199 s) say the same; the in-process batch of the checked
 comparison, run one side after the other, 4.1 s vs 4.7 s (1.15x). Checked ops
