@@ -85,12 +85,13 @@ a request's plain payload text written out, not normalized and encoded;
 trace hash in one call (~0.4 % of a run). By valgrind instruction count
 (``benchmarks/sweep_instructions.py``: 15 seeds x 100 ops in process, tables
 built, start-up subtracted): 43.9 M a seed vs the release's 51.9 M, 1.18x
-(1.08x at the start of the pass). This benchmark at load 12-18 (CPU time): 47.0 s vs the
-release's 46.7 s, 1.0x: at that load CPU time moves by more than the gain,
-and the wall times (199 s) say the same; the in-process batch of the checked
-comparison, run one side after the other, 4.1 s vs 4.7 s (1.15x). Checked ops
-per CPU second 5,350 vs Hypothesis's 1,408, 3.80x (the release 3.50x; both
-sides share the model and the monitor, so their gains lift Hypothesis too).
+(1.08x at the start of the pass). This benchmark at load 6-8 (CPU time):
+47.5 s vs the release's 50.9 s, 1.07x (at load 12-18: 47.0 vs 46.7 s, 1.0x:
+at such load CPU time moves by more than the gain); the in-process batch of
+the checked comparison, one side after the other, 4.0 s vs 4.6 s (1.15x).
+Checked ops per CPU second 5,396 vs Hypothesis's 1,340, 4.03x (the release
+3.10x; at load 11-13 3.80x vs 3.50x: the Hypothesis side varies by ~15 %;
+both share the model and the monitor, so their gains lift Hypothesis too).
 Goals (1.55x; 6x) not met. Left: the monitor's per-seed hook tables and its
 dispatch loop (the explorer's work is changing them), the workload's own
 per-step values, the target's views.
