@@ -67,6 +67,34 @@ count (load-independent; 15 seeds x 100 ops in process, tables built):
 release's 41.4 s, 1.06x (the same 1.06x before the pass: the 4 % is below
 this load's noise); checked ops per CPU second 6,592 vs Hypothesis's 1,726,
 3.82x (the release 3.57x). Goals (1.55x; 6x) not met.
+
+Issue 21, third pass (2026-12-01; py-spy, 200 Hz, 500 seeds x 100 ops in one
+process, store write included, 6,410 samples; by the innermost package
+frame): checkers 35.5 %, model 22.9 % (+2.4 % the target's observe),
+simulator 16.2 %, imports 8.1 % (start-up: a sweep's worker pays it once),
+encoding 5.3 %, store 3.2 %, the values' ``__init__`` 5.7 %. Hottest own
+time: the values' ``__init__`` 4.7 %, Monitor.feed 4.6 % (its hook calls),
+the C encoder 4.3 %, apply's ``_request`` 2.9 %, Workload.next 2.0 %,
+StepCtx.__init__ 2.0 %, BarrierEventChecker.end 1.7 %, pyarrow's tables 1.6 %,
+``_safety`` 1.4 %, Monitor's hook tables 1.3 % (built per monitor, i.e. per
+seed), Tracker.settle 1.3 %, observed_text 1.3 %. Kept: ``model.frozen.fast_init``
+(each frozen value's fields stored through their slot descriptors, ~2x
+faster construction, still frozen: 48.4 M -> 45.4 M instructions a seed);
+a request's plain payload text written out, not normalized and encoded;
+``boundaries`` answers at once on the steps without one (44.0 M); the
+trace hash in one call (~0.4 % of a run). By valgrind instruction count
+(``benchmarks/sweep_instructions.py``: 15 seeds x 100 ops in process, tables
+built, start-up subtracted): 43.9 M a seed vs the release's 51.9 M, 1.18x
+(1.08x at the start of the pass). This benchmark at load 6-8 (CPU time):
+47.5 s vs the release's 50.9 s, 1.07x (at load 12-18: 47.0 vs 46.7 s, 1.0x:
+at such load CPU time moves by more than the gain); the in-process batch of
+the checked comparison, one side after the other, 4.0 s vs 4.6 s (1.15x).
+Checked ops per CPU second 5,396 vs Hypothesis's 1,340, 4.03x (the release
+3.10x; at load 11-13 3.80x vs 3.50x: the Hypothesis side varies by ~15 %;
+both share the model and the monitor, so their gains lift Hypothesis too).
+Goals (1.55x; 6x) not met. Left: the monitor's per-seed hook tables and its
+dispatch loop (the explorer's work is changing them), the workload's own
+per-step values, the target's views.
 """
 
 from __future__ import annotations

@@ -29,16 +29,27 @@ def boundaries(ctx: StepCtx) -> list[tuple[str, bool]]:
     """The sessions whose boundary a step shows (promotions, a step call
     opened, or a kill after promotion), each with whether it is complete
     (its call opened, or the kill came after the promotions)."""
+    after_promotion = ctx.crash_point == "after_promotion"
+    if not ctx.promoted and not ctx.new_calls and not after_promotion:
+        return []  # most steps: no boundary (two checkers ask, every step)
     sessions = set(ctx.promoted)
     for c in ctx.new_calls:
         if c.kind == "step":
             sessions.add(c.session)
-    after_promotion = ctx.crash_point == "after_promotion"
     if after_promotion:
         owner = ctx.answered.session if ctx.answered else ctx.session
         if owner is not None:
             sessions.add(owner)
     return [(sid, ctx.new_step_call(sid) is not None or after_promotion) for sid in sessions]
+
+
+def _where(ctx: StepCtx, sid: str) -> str:
+    """The boundary of ``sid`` in this step, in words (for a violation's
+    message only: formatted when one is found)."""
+    call = ctx.new_step_call(sid)
+    return f"the boundary of session {sid} at step {ctx.index}" + (
+        f" ({words.call(call)})" if call else ""
+    )
 
 
 def read_and_batch(t: Tracker, ctx: StepCtx, sid: str) -> tuple[list[Row], list[Row]]:
@@ -74,10 +85,6 @@ class BoundaryContentChecker(Checker):
         steers = [r for r in promotable if r.delivery == "steer"]
         queued = [r for r in promotable if r.delivery == "queue"]
         cont = t.continuation(ctx, sid)
-        call = ctx.new_step_call(sid)
-        at = f"the boundary of session {sid} at step {ctx.index}" + (
-            f" ({words.call(call)})" if call else ""
-        )
         queue_promoted = [r for r in batch if r.delivery == "queue"]
 
         # steer-batch: every promotable steer, together, and nothing else.
@@ -96,8 +103,8 @@ class BoundaryContentChecker(Checker):
                 env.fail(
                     STEER_BATCH,
                     (ctx.index,) + tuple(r.step for r in left + extra),
-                    f"{at} {' and '.join(parts)}: steers promote together at the next boundary, "
-                    "and only they",
+                    f"{_where(ctx, sid)} {' and '.join(parts)}: steers promote together at the "
+                    "next boundary, and only they",
                 )
 
         # idle-boundary: an idle boundary with no steer promotes one queued input.
@@ -107,14 +114,14 @@ class BoundaryContentChecker(Checker):
                 env.fail(
                     IDLE,
                     (ctx.index,) + tuple(r.step for r in queued[:1]),
-                    f"{at} promoted {words.ids(ids)} while {words.row(queued[0])} waited at an "
-                    "idle boundary: queued input promotes exactly one at a time there",
+                    f"{_where(ctx, sid)} promoted {words.ids(ids)} while {words.row(queued[0])} "
+                    "waited at an idle boundary: queued input promotes exactly one at a time there",
                 )
         if len(queue_promoted) > 1:
             env.fail(
                 IDLE,
                 (ctx.index,),
-                f"{at} promoted {len(queue_promoted)} queued inputs "
+                f"{_where(ctx, sid)} promoted {len(queue_promoted)} queued inputs "
                 f"{words.ids([r.input for r in queue_promoted])}: queued input promotes one at a "
                 "time",
             )
@@ -203,15 +210,11 @@ class AdmissionOrderChecker(Checker):
             env.hit(ORDER)
         for a, b in zip(batch, batch[1:], strict=False):
             if b.seq < a.seq:
-                call = ctx.new_step_call(sid)
-                at = f"the boundary of session {sid} at step {ctx.index}" + (
-                    f" ({words.call(call)})" if call else ""
-                )
                 env.fail(
                     ORDER,
                     (a.step, b.step, ctx.index),
-                    f"{at} promoted {words.row(a)} before {words.row(b)}: prompt and synthetic "
-                    "input share one admission order",
+                    f"{_where(ctx, sid)} promoted {words.row(a)} before {words.row(b)}: prompt and "
+                    "synthetic input share one admission order",
                 )
         for q in queue_promoted:
             older = [r for r in queued if r.seq < q.seq and r.type != q.type and r.input not in ids]

@@ -8,8 +8,10 @@ the harness sent; the model applies the protocol's defaults.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from json.encoder import encode_basestring
 from typing import Any, ClassVar
 
+from .frozen import fast_init
 from .values import canonical_json
 
 
@@ -179,11 +181,37 @@ def payload_text(op: Prompt | Synthetic) -> str:
     entry = _PAYLOAD_TEXT.get(id(op))
     if entry is not None and entry[0] is op:
         return entry[1]
-    text = canonical_json(op.payload())
+    text = _plain_payload_text(op) or canonical_json(op.payload())
     if len(_PAYLOAD_TEXT) >= _PAYLOAD_TEXT_MOST:
         _PAYLOAD_TEXT.clear()
     _PAYLOAD_TEXT[id(op)] = (op, text)
     return text
+
+
+def _plain_payload_text(op: Prompt | Synthetic) -> str | None:
+    """The canonical text of the payload most requests carry (a text, a
+    synthetic's description, nothing else), written out: no dict built,
+    normalized and encoded. Keys in sorted order; strings as the canonical
+    encoder writes them (``encode_basestring``). None: not that payload."""
+    if type(op.text) is not str or op.metadata:
+        return None
+    if type(op) is Prompt:
+        if op.files or op.agents:
+            return None
+        return '{"agents":[],"files":[],"metadata":{},"text":' + encode_basestring(op.text) + "}"
+    if type(op) is Synthetic:
+        description = op.description
+        if description is None:
+            return '{"description":null,"metadata":{},"text":' + encode_basestring(op.text) + "}"
+        if type(description) is str:
+            return (
+                '{"description":'
+                + encode_basestring(description)
+                + ',"metadata":{},"text":'
+                + encode_basestring(op.text)
+                + "}"
+            )
+    return None
 
 
 OPS: dict[str, type[Op]] = {
@@ -208,6 +236,10 @@ OPS: dict[str, type[Op]] = {
         CrashOp,
     )
 }
+
+_OP_CLASSES: list[type[Op]] = [Op, *OPS.values()]
+for op_class in _OP_CLASSES:
+    fast_init(op_class)  # the workload builds one per step (model/frozen.py)
 
 FAILPOINTS = ("after_admit", "mid_promotion", "after_promotion")
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from .frozen import fast_init
 from .policy import Policy
 from .store import SessionLog, Store, append
 from .values import Call, Event
@@ -33,6 +34,7 @@ Phase = Literal["start", "step", "after_step"]
 At = Literal["start", "drain", "promote", "reread", "open", "compacted", "stepped", "failed"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Run:
     """One active execution, parked at its open call.
@@ -76,6 +78,7 @@ class Work(NamedTuple):  # a tuple: built at every runner transition
     reread: bool = False
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class State:
     policy: Policy

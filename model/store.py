@@ -33,10 +33,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from .frozen import fast_init
 from .policy import Policy
 from .values import Event, InputType, Message, Receipt, encode_json, parse_json
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Owner:
     """Who an input ID belongs to, for good: its session, its kind, and
@@ -50,6 +52,7 @@ class Owner:
     freed: bool = False
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SessionLog:
     """One session's durable state: its event log and what it projects to."""
@@ -81,6 +84,7 @@ class SessionLog:
         return None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Store:
     """Every session's durable state, and the ID index derived from it."""

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Literal
 
+from .frozen import fast_init
+
 InputType = Literal["user", "synthetic", "compaction"]
 Delivery = Literal["steer", "queue"]
 Finish = Literal["stop", "tool", "error"]
@@ -95,6 +97,7 @@ def parse_json(text: str) -> Any:
     return json.loads(text)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Receipt:
     """The durable admission record of one input lifecycle (protocol receipt)."""
@@ -119,6 +122,7 @@ class Receipt:
         }
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Message:
     """A visible transcript entry: a promoted input, or a fork's copy of one."""
@@ -143,6 +147,7 @@ class Message:
         return wire
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Event:
     """One durable event of a session's aggregate log (protocol event)."""
@@ -162,6 +167,7 @@ class Event:
         return wire
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Call:
     """An open model call: the harness plays the model and answers it."""
@@ -185,6 +191,7 @@ class Call:
         }
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Ok:
     """A successful reply: the protocol ``result`` object."""
@@ -192,6 +199,7 @@ class Ok:
     result: dict[str, Any]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Err:
     """An error reply; ``code`` is one of :data:`ERROR_CODES`."""
@@ -200,6 +208,7 @@ class Err:
     message: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Crashed:
     """No reply: the target died at a failpoint, so the outcome is unknown."""

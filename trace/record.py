@@ -25,11 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from ..model import Call, Crashed, Err, Event, Ok, Op, Reply
+from ..model.frozen import fast_init
 
 Phase = Literal["safety", "liveness"]
 StepKind = Literal["request", "crash"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PendingView:
     """One row of ``pending``, as the protocol shows it."""
@@ -41,6 +43,7 @@ class PendingView:
     time: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MessageView:
     """One entry of ``messages``, as the protocol shows it."""
@@ -52,6 +55,7 @@ class MessageView:
     copied_from: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Observed:
     """What changed in the target after one step (see the module docstring)."""
@@ -106,6 +110,7 @@ def group_of(decision: str) -> GroupMark | None:
     return GroupMark(int(first), busy == "busy") if first.isdigit() else None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Step:
     """One step of a run: its cause, what was sent, what came back, and what

@@ -1,0 +1,76 @@
+"""``model.frozen.fast_init``: the faster ``__init__`` changes nothing a
+value's user can see (``model/frozen.py``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import pickle
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from inboxsim.model import Event, Prompt, State
+from inboxsim.model.frozen import fast_init
+from inboxsim.model.values import Receipt
+from inboxsim.trace.record import NOTHING, Observed, Step
+
+
+def _twin(with_fast: bool) -> Any:
+    @dataclass(frozen=True, slots=True)
+    class Value:
+        a: int
+        b: str = "b"
+        c: dict[str, int] = field(default_factory=dict)
+
+    return fast_init(Value) if with_fast else Value
+
+
+def test_the_same_value_as_the_dataclass_builds() -> None:
+    fast, plain = _twin(True), _twin(False)
+    for args, kwargs in (((1,), {}), ((1, "x"), {}), ((1,), {"c": {"k": 2}}), ((), {"a": 3})):
+        got, want = fast(*args, **kwargs), plain(*args, **kwargs)
+        assert dataclasses.astuple(got) == dataclasses.astuple(want)
+        assert repr(got).replace("fast", "") == repr(want).replace("fast", "")
+    assert fast(1).c is not fast(1).c  # a fresh default per value, as the factory says
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'a'"):
+        fast()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'z'"):
+        fast(1, z=2)
+    assert list(inspect.signature(fast).parameters) == ["a", "b", "c"]
+
+
+def test_the_model_values_stay_frozen_equal_hashable_and_picklable() -> None:
+    event = Event("s", 1, "admitted", 5, "in-1", "{}")
+    step = Step(0, "safety", "request", "prompt", Prompt(5, session="s"), None, None, NOTHING)
+    receipt = Receipt("in-1", "s", "user", "{}", "steer", 1, 5)
+    for value in (event, step, receipt, Observed(events=(event,))):
+        assert pickle.loads(pickle.dumps(value)) == value
+        assert hash(dataclasses.replace(value)) == hash(value)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, dataclasses.fields(value)[0].name, 0)
+    assert Prompt(5, session="s", input="in-1") == Prompt(now=5, session="s", input="in-1")
+    assert Prompt(5).text == "" and Prompt(5).session == ""
+
+
+def test_refuses_what_it_would_not_serve() -> None:
+    @dataclass(frozen=True, slots=True)
+    class Checked:
+        a: int
+
+        def __post_init__(self) -> None:
+            pass
+
+    @dataclass(slots=True)
+    class Mutable:
+        a: int
+
+    @dataclass(frozen=True, slots=True)
+    class KeywordOnly:
+        a: int = field(kw_only=True)
+
+    for cls in (Checked, Mutable, KeywordOnly):
+        with pytest.raises(TypeError, match="fast_init"):
+            fast_init(cls)
+    assert State.__init__.__qualname__ == "State.__init__"
