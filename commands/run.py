@@ -16,6 +16,7 @@ from typing import Any
 from .. import __version__
 from ..conformance.command_lines import target_command
 from ..errors import ExitCode, HarnessError
+from ..invariants.monitor import MonitorFactory
 from ..model import Policy
 from ..procs import scratch
 from ..reports.pages import scenario_page
@@ -28,7 +29,6 @@ from ..scenarios.load import (
 )
 from ..scenarios.runner import (
     Failure,
-    MonitorFactory,
     ScenarioResult,
     TargetFactory,
     default_monitor,

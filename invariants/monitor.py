@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from ..model.policy import Policy
 from ..trace.record import Step, Trace
@@ -88,6 +88,22 @@ CHECKERS: tuple[type[Checker], ...] = (
 
 _EVERY = frozenset(i for cls in CHECKERS for i in cls.ids)
 """Every id a checker can hit."""
+
+
+class MonitorLike(Protocol):
+    """What the harness asks of a monitor (this module's :class:`Monitor`,
+    or a checkers' module named with ``--checkers``): judge each step, then
+    the run's end; the invariants it could judge."""
+
+    exercised: set[str]
+
+    def feed(self, step: Step) -> list[Any]: ...
+
+    def finish(self, liveness: bool) -> list[Any]: ...
+
+
+MonitorFactory = Callable[[Policy, dict[str, Any]], MonitorLike]
+"""How a run makes its monitor from the policy and the target's hello."""
 
 Plan = tuple[tuple[Callable[..., None], int], ...]
 """A hook table's entry: the hooks to call, each as (its class's function,

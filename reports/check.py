@@ -20,12 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import HarnessError
-from ..sim.checkers import load
+from ..sim.checkers import CheckersMonitor, load
 from ..store.policies import load_fields, stored_policy
 from ..store.traces import StoredRun, stored_runs, traces
 from ..trace.record import Trace, trace_hash
-
-MonitorFactory = Callable[[Any, dict[str, Any], bool], Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +57,7 @@ class Rejudged:
         return self.before != self.after
 
 
-def rejudge(run: StoredRun, trace: Trace, policy: Any, monitor: MonitorFactory) -> Rejudged:
+def rejudge(run: StoredRun, trace: Trace, policy: Any, monitor: CheckersMonitor) -> Rejudged:
     m = monitor(policy, trace.header.hello, bool(run.options.get("only_expected", False)))
     found: list[Any] = []
     if run.scenario is not None:

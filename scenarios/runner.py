@@ -25,6 +25,7 @@ from typing import Any
 from .. import __version__
 from ..errors import HarnessError
 from ..invariants import Monitor
+from ..invariants.monitor import MonitorFactory
 from ..model import OPS, Crashed, Err, Ok, Op, Policy, Reply
 from ..targets.target import ModelTarget, Target, hello_op
 from ..trace.record import Observed, Step, Trace, TraceHeader, trace_hash
@@ -37,7 +38,6 @@ from .schema import CallExpect, Scenario, StepSpec
 REFERENCE_FIELDS = ("input", "message", "before")
 
 TargetFactory = Callable[[Policy, int], Target]
-MonitorFactory = Callable[[Policy, dict[str, Any]], Any]
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,7 @@ from functools import partial
 from typing import Any
 
 from ..errors import HarnessError
+from ..invariants.monitor import MonitorFactory
 from ..model import Policy, State
 from ..sim.executor import open_executor, result
 from ..trace.record import Step
@@ -91,7 +92,6 @@ DEFAULT_DEPTH = 3
 sessions: 11,646 distinct states); the benchmark goes deeper."""
 
 
-MonitorFactory = Callable[[Policy, dict[str, Any]], Any]
 Tick = Callable[[int, int, int, int, int], None]
 MERGES = ("sound", "log", "fold")
 

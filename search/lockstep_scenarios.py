@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..invariants import Monitor
-from ..scenarios.runner import MonitorFactory, run_scenario
+from ..invariants.monitor import MonitorFactory
+from ..scenarios.runner import run_scenario
 from .divergence import Divergence
 from .lockstep import LockstepTarget
 

@@ -28,19 +28,9 @@ from typing import Any, Protocol
 
 from .. import invariants
 from ..errors import HarnessError
+from ..invariants.monitor import MonitorFactory, MonitorLike
 from ..model import Policy
-from ..trace.record import Step
 
-
-class MonitorLike(Protocol):
-    exercised: set[str]
-
-    def feed(self, step: Step) -> list[Any]: ...
-
-    def finish(self, liveness: bool) -> list[Any]: ...
-
-
-MonitorFactory = Callable[[Policy, dict[str, Any]], MonitorLike]
 ViolationFactory = Callable[[str, tuple[int, ...], str], Any]
 
 

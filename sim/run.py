@@ -31,6 +31,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import HarnessError
+from ..invariants.monitor import MonitorFactory
 from ..model import Answer, Crashed, Ok, Op, Policy, Prompt, Resume
 from ..targets.target import ModelTarget, Target, hello_op
 from ..trace.encode import StepText, step_text, trace_hash_of
@@ -47,7 +48,7 @@ from ..trace.record import (
 )
 from ..trace.view import View
 from . import checkers
-from .checkers import MonitorFactory, ViolationFactory
+from .checkers import ViolationFactory
 from .rng import Chooser, RandomLike, driven_by, replayer, seeded
 from .swarm import Swarm, draw_races, draw_swarm
 from .workload import Action, Workload
