@@ -42,6 +42,19 @@ class SeedRun:
     free: bool = False
     group_kills: bool = False  # kills mid-group (conformance --group-kills)
 
+    def repro(self, seed: int) -> str:
+        """The command line that runs ``seed`` alone, as this run did."""
+        return repro_command(
+            self.argv,
+            self.policy_arg,
+            seed=seed,
+            ops=self.ops,
+            timeout=self.timeout,
+            concurrency=self.concurrency,
+            free=self.free,
+            group_kills=self.group_kills,
+        )
+
 
 @dataclass
 class SeedOutcome:
@@ -99,16 +112,7 @@ def _nth(replies: Sequence[str], i: int) -> str:
 
 
 def _seed_once(run: SeedRun, seed: int, base: Path) -> SeedOutcome:
-    repro = repro_command(
-        run.argv,
-        run.policy_arg,
-        seed=seed,
-        ops=run.ops,
-        timeout=run.timeout,
-        concurrency=run.concurrency,
-        free=run.free,
-        group_kills=run.group_kills,
-    )
+    repro = run.repro(seed)
     lockstep = LockstepTargets(
         run.argv, run.timeout, base / f"seed-{seed}", run.name, run.free, run.group_kills
     )
@@ -183,16 +187,7 @@ def _seed_batch(run: SeedRun, seeds: tuple[int, ...]) -> list[SeedOutcome]:
         for seed in seeds:
             outcome = seed_item(here, seed, folder)
             # The repro is the client's command line, whatever this machine's paths.
-            outcome.item.repro = repro_command(
-                run.argv,
-                run.policy_arg,
-                seed=seed,
-                ops=run.ops,
-                timeout=run.timeout,
-                concurrency=run.concurrency,
-                free=run.free,
-                group_kills=run.group_kills,
-            )
+            outcome.item.repro = run.repro(seed)
             out.append(outcome)
             watch.see(outcome.item.never_ready, outcome.item.ready)
     return out
