@@ -24,7 +24,7 @@ from inboxsim.invariants import Monitor
 from inboxsim.model import PRESETS
 from inboxsim.search import explore as ex
 from inboxsim.search import world
-from tests.test_explore import BROKEN
+from tests.explore_helpers import BROKEN
 
 
 def main() -> int:

@@ -29,36 +29,9 @@ from inboxsim.model import PRESETS
 from inboxsim.search import coarse_keys, world
 from inboxsim.search.canon import merge_key
 from inboxsim.sim.run import RunOptions, run_seed
+from tests.explore_helpers import STEP_LIMIT, every_path
 
-STEP_LIMIT = world.DEFAULT_STEP_LIMIT
 MEMBERS = 4
-
-
-def every_path(policy_name: str, sessions: int, depth: int) -> list[tuple[Any, bytes, int]]:
-    """Every path of at most ``depth`` operations (no merging; an error reply
-    is no new path): its state, its pickled monitor and its trace length."""
-    policy = PRESETS[policy_name]
-    names = world.session_names(sessions)
-    state, prefix, hello = world.start(policy, names, STEP_LIMIT)
-    enabled = world.enabled_families(world.FULL, hello.get("features", ()))
-    monitor = Monitor(policy, hello)
-    for step in prefix:
-        monitor.feed(step)
-    level = [(state, pickle.dumps(monitor), len(prefix))]
-    paths = list(level)
-    for now in range(1, depth + 1):
-        nxt = []
-        for source, blob, length in level:
-            for t in world.transitions(source, names, now, STEP_LIMIT, enabled, length):
-                if t.state is source:
-                    continue  # an error reply: the same state
-                child = pickle.loads(blob)
-                for step in t.steps:
-                    child.feed(step)
-                nxt.append((t.state, pickle.dumps(child), length + len(t.steps)))
-        paths += nxt
-        level = nxt
-    return paths
 
 
 def _future(sessions: int, state: Any, blob: bytes, length: int, now: int) -> Counter[Any]:

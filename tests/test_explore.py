@@ -32,6 +32,8 @@ from inboxsim.model import (
 from inboxsim.search import coarse_keys, world
 from inboxsim.search import explore as ex
 from inboxsim.trace.record import Step
+from tests.explore_helpers import BROKEN, every_path
+from tests.mutant_helpers import ids_freed_for_everyone
 
 # --- a stub monitor: two invariants, judged from observations only -------------
 
@@ -139,7 +141,6 @@ def test_sound_search_reaches_every_key_of_the_brute_force(sessions: int, depth:
 
     from inboxsim.invariants import Monitor
     from inboxsim.search.canon import merge_key
-    from tests.test_canon import every_path
 
     result = ex.explore(PRESETS["g4"], Monitor, sessions=sessions, depth=depth)
     assert not result.violations
@@ -275,20 +276,6 @@ def test_c_breaks_shared_admission_order() -> None:
     assert result.violations[0].invariant == "shared-admission-order"
 
 
-# Each policy that breaks an invariant: shrink a failing seed for that
-# invariant, then the explorer (one session, stopping only at that invariant)
-# finds it at a depth no larger than the shrunk scenario's operations.
-BROKEN = [
-    ("g2", "monotonic-visible-time"),
-    ("c", "shared-admission-order"),
-    ("c", "queue-fifo"),
-    ("b", "receipt-reflects-request"),
-    ("g5", "retry-same-receipt"),
-    ("g5", "conflict-rejected"),
-    ("g5", "barrier-blocks-promotion"),
-]
-
-
 def _shrunk_ops(policy: str, invariant: str) -> int:
     from inboxsim.search.shrink import shrink_run
     from inboxsim.sim.run import RunOptions, run_seed
@@ -349,8 +336,6 @@ def test_the_alphabet_reuses_ended_ids(
     # A barrier under a pool ID, consumed, then its ID reused: as a prompt in
     # its session, or as another session's barrier. A model that frees an ID
     # when its lifecycle ends (the old rule) is caught at depth 3.
-    from tests.test_invariants_mutants import ids_freed_for_everyone
-
     monitor, _ = _registry()
     ids_freed_for_everyone(monkeypatch)
     result = ex.explore(

@@ -30,7 +30,7 @@ from inboxsim.model import PRESETS
 from inboxsim.search import explore as ex
 from inboxsim.search import reduction, world
 from inboxsim.search.canon import compute
-from tests.test_explore import BROKEN
+from tests.explore_helpers import BROKEN
 
 STEP_LIMIT = world.DEFAULT_STEP_LIMIT
 

@@ -24,34 +24,7 @@ from inboxsim.search.group_scenario import Recorder, run_group_scenario, scenari
 from inboxsim.search.group_shrink import shrink, write_group_repro
 from inboxsim.search.groups import GroupDriver
 from inboxsim.targets.target import ModelTarget
-from tests.test_protocol_group import SwappedReceipts
-
-RACE = "race-retry-check-then-insert"
-# A schedule under which the SQLite inbox's scheduler lets both retries pass
-# the check before either inserts (found once from a seed; it replays exactly).
-RACING = [79, 32, 94, 45, 88]
-
-RETRIES = """
-name = "racing-retries"
-source = "test"
-
-[[step]]
-op = "create"
-session = "s1"
-
-[[step]]
-op = "group"
-schedule = SCHEDULE
-requests = [
-  { op = "prompt", session = "s1", input = "a", text = "t", resume = false },
-  { op = "prompt", session = "s1", input = "a", text = "t", resume = false },
-]
-"""
-
-
-def retries(schedule: list[int]) -> str:
-    return RETRIES.replace("SCHEDULE", str(schedule))
-
+from tests.group_scenario_helpers import RACE, RACING, SwappedReceipts, retries
 
 # --- the schema -------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from inboxsim.model.values import Err, Message, canonical_json, parse_json
 from inboxsim.targets import target as target_mod
 from inboxsim.trace.record import MessageView
 from tests.invariant_driver import random_run
+from tests.mutant_helpers import ids_freed_for_everyone
 
 apply_mod = importlib.import_module(
     "inboxsim.model.apply"
@@ -217,27 +218,7 @@ def per_session_ids(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(inbox, "admit", admit)
 
 
-@mutant("id-namespace", "admission-fresh-id")
-def ids_freed_for_everyone(mp: pytest.MonkeyPatch) -> None:
-    """The old rule: an ID whose lifecycle ended is free for any session and kind."""
-
-    def forget_ended(tx: Tx, input_id: str | None) -> None:
-        owner = tx.store.owners.get(input_id or "")
-        if owner is None or owner.copied:
-            return
-        log = tx.log(owner.session)
-        if log.pending_row(input_id or "") is None and log.message(input_id or "") is None:
-            owners = {k: v for k, v in tx.store.owners.items() if k != input_id}
-            tx.store = store.Store(tx.store.sessions, owners)
-
-    for name in ("admit", "compact"):
-        original = getattr(inbox, name)
-
-        def freeing(tx: Tx, op: Any, original: Any = original) -> Any:
-            forget_ended(tx, op.input)
-            return original(tx, op)
-
-        mp.setattr(inbox, name, freeing)
+mutant("id-namespace", "admission-fresh-id")(ids_freed_for_everyone)
 
 
 @mutant("omitted-id-new-input")

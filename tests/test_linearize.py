@@ -41,7 +41,6 @@ from inboxsim.search import (
     Group,
     Illegal,
     Legal,
-    Msg,
     Request,
     Row,
     Shown,
@@ -52,43 +51,11 @@ from inboxsim.search import (
     split,
 )
 from tests.group_helpers import NOW, created, simulate
-
-S1 = "s1"
-
-
-def prompt(x: str | None, text: str | None = None, **fields: Any) -> Prompt:
-    return Prompt(NOW, session=S1, input=x, text=text or x or "", **fields)
-
-
-def receipt(x: str, seq: int, text: str | None = None, delivery: str = "steer") -> Ok:
-    data = {"text": text or x, "files": [], "agents": [], "metadata": {}}
-    return Ok(
-        {
-            "input": x,
-            "session": S1,
-            "type": "user",
-            "data": data,
-            "delivery": delivery,
-            "admitted_seq": seq,
-            "time": NOW,
-        }
-    )
-
-
-def row(x: str, seq: int, delivery: str = "steer") -> Row:
-    return Row(x, "user", delivery, seq, NOW)
-
-
-def msg(x: str, seq: int) -> Msg:
-    return Msg(x, "user", seq, NOW)
+from tests.linearize_helpers import S1, ev, msg, prompt, receipt, row
 
 
 def step_call(*context: str, call: str = "t-call", step: int = 1) -> Call:
     return Call(call, S1, "step", step, False, context, 0)
-
-
-def ev(seq: int, type_: str, x: str | None = None) -> Event:
-    return Event(S1, seq, type_, NOW, x, "{}")
 
 
 def group(

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from inboxsim.search import Group, Illegal, Legal, Msg, Request, Row, Shown, Unknown, linearize
 from tests.group_helpers import created
-
-from .test_linearize import S1, ev, msg, prompt, receipt, row
+from tests.linearize_helpers import S1, ev, msg, prompt, receipt, row
 
 
 def killed(*requests: Request, after: Shown) -> Group:

@@ -34,9 +34,8 @@ from inboxsim.model import (
     initial_state,
     request,
 )
+from tests.model_driver import Driver, programs
 from tests.model_helpers import op_of
-
-from .test_model_properties import Driver, programs
 
 NOW = 100
 

@@ -25,6 +25,7 @@ from inboxsim.targets.group import GroupReply
 from inboxsim.targets.protocol import REQUEST, RESULTS
 from inboxsim.targets.request_check import valid
 from inboxsim.targets.target import ModelTarget
+from tests.group_scenario_helpers import SwappedReceipts
 
 MODEL = [sys.executable, "-m", "inboxsim.targets.model_adapter", "--no-fsync", "--groups"]
 
@@ -153,18 +154,6 @@ def test_the_schedule_picks_the_interleaving_and_replays_it() -> None:
 
     assert pauses([2, 1, 0]) == pauses([2, 1, 0])
     assert pauses([2, 1, 0]) != pauses([0, 0, 0])
-
-
-class SwappedReceipts(ModelTarget):
-    """A target that answers a group's first two receipts the wrong way round."""
-
-    def group(self, ops: list[Any], schedule: list[int]) -> tuple[GroupReply, Any]:
-        reply, observed = super().group(ops, schedule)
-        a, b = reply.outcomes[0], reply.outcomes[1]
-        assert a is not None and b is not None
-        if "result" in a and "result" in b:
-            a["result"], b["result"] = b["result"], a["result"]
-        return reply, observed
 
 
 def test_a_target_that_swaps_two_receipts_is_not_linearizable() -> None:

@@ -38,8 +38,7 @@ from inboxsim.sim.show import reply_text, request_text
 from inboxsim.targets.target import ModelTarget
 from inboxsim.trace.record import group_of
 from tests.browser import browser, console_errors
-from tests.test_group_scenario import RACE, RACING, retries
-from tests.test_protocol_group import SwappedReceipts
+from tests.group_scenario_helpers import RACE, RACING, SwappedReceipts, retries
 
 # Two prompts on one session, issued together (each starts the runner).
 TWO_PROMPTS = scenario_text(
