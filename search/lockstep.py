@@ -80,7 +80,7 @@ from .divergence import Divergence, NotLinearizable, request_line
 from .groups import history, moves_of, renamed
 from .history import Msg, Row, Shown
 from .linearize import Legal, linearize
-from .placement import group_reply, member_said, place_events, rows_and_messages
+from .placement import abreast, group_reply, member_said, place_events, rows_and_messages
 from .side import Side
 
 # The hello feature each operation needs (docs/protocol.md, "Features").
@@ -299,15 +299,24 @@ class LockstepTarget:
         # carries the target's own events, cut where the model's order puts
         # each folded event (the search matched those one for one, in order);
         # the last carries the rest and the target's views after the group
-        # (with a kill, the model's: the kill's own step shows the target's);
-        # every member before it is busy (the target's runner may lag the
-        # model's order: not a quiescent observation).
+        # (with a kill, the model's: the kill's own step shows the target's).
+        # A member is busy where the runner is mid-work after it along the
+        # order found: where the model's is, and before the last member
+        # wherever the target's events so far are not abreast of the model's
+        # (its runner lags the order: an execution's end logged after a later
+        # admission has not shown yet, so the step is not quiescent). A member
+        # both sides show alike, after which the model's runner is idle (a
+        # leading error, a read), is not busy: a request after it starts from
+        # an idle runner, as it would alone.
         placed = place_events(t_obs.events, [m.observed.events for m in steps])
         names = {**ids, **verdict.ids}
         members = []
         so_far: list[Event] = []
+        ours: list[Event] = []
         for k, member in enumerate(steps):
             so_far.extend(placed[k])
+            ours.extend(member.observed.events)
+            lags = k < len(steps) - 1 and not abreast(so_far, ours)
             if k == len(steps) - 1 and not killed:  # the target's own views after the group
                 obs = self._shown(Observed(tuple(placed[k])))
             else:  # the model's, each row and message as the target shows it
@@ -330,7 +339,7 @@ class LockstepTarget:
                     member.position,
                     replies[member.position],
                     obs,
-                    member.busy or k < len(steps) - 1,
+                    member.busy or lags,
                 )
             )
         if killed:  # the kill's own step: what the restarted target shows

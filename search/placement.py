@@ -2,8 +2,9 @@
 by member, along the order the linearizability search found: each member's
 reply (:func:`group_reply`) and the reply as the nondeterminism check compares
 it (:func:`member_said`), the target's events placed on the members
-(:func:`place_events`), and the target's own pending rows and messages as of
-a member (:func:`rows_and_messages`)."""
+(:func:`place_events`), whether those show the runner where the model's order
+has it as of a member (:func:`abreast`), and the target's own pending rows and
+messages as of a member (:func:`rows_and_messages`)."""
 
 from __future__ import annotations
 
@@ -65,6 +66,25 @@ def place_events(theirs: Iterable[Event], ours: Sequence[Iterable[Event]]) -> li
                 n += 1
             placed[owner].append(e)
     return placed
+
+
+def abreast(theirs: Iterable[Event], ours: Iterable[Event]) -> bool:
+    """Do the target's events placed on a group's members up to one show, per
+    session and in order, the event types the model's order gives them up to
+    the same member? Then the target's trace is where the model's order is
+    after that member, and its runner is busy there exactly when the model's
+    is. Where not, the target's runner lags (or leads) the order found (an
+    execution's end it logged after a later admission, an event type it does
+    not emit, a kill that took what it had not yet written): the member is
+    not a quiescent observation."""
+    return _shape(theirs) == _shape(ours)
+
+
+def _shape(events: Iterable[Event]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for e in events:
+        out.setdefault(e.session, []).append(e.type)
+    return out
 
 
 def _matched(theirs: Sequence[Event], ours: Sequence[Event]) -> Callable[[Event], bool]:

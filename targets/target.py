@@ -156,7 +156,6 @@ def group_members(
     order: Sequence[int | RunnerStep | Cut],
     now: int,
     replies: Sequence[Reply] | None = None,
-    end: State | None = None,
     busy_end: bool = False,
 ) -> tuple[list[Member], State]:
     """A group that took effect in ``order`` (each request's own transition,
