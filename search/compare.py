@@ -20,6 +20,7 @@ naming, in one line, what differed.
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -277,6 +278,30 @@ def events(session: str, a: Sequence[Event], b: Sequence[Event], m: Match, what:
     for x, y in zip(a, b, strict=True):
         m = event(session, x, y, m, what)
     return m
+
+
+def payload(event: Event) -> str | None:
+    """An ``admitted`` event's payload (its data's ``data``, docs/protocol.md),
+    as canonical JSON; None for another event, or a log that does not write
+    the payload in that form (implementations may not: it is not compared,
+    only preferred, ``linearize.py``)."""
+    if event.type != "admitted":
+        return None
+    try:
+        data = json.loads(event.data)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(data, dict) or "data" not in data:
+        return None
+    return canonical_json(data["data"])
+
+
+def same_payload(a: Event, b: Event, what: str) -> None:
+    """The model's admission ``a`` logged the payload the target's ``b`` did
+    (where the target logs one)."""
+    theirs = payload(b)
+    if theirs is not None and payload(a) != theirs:
+        raise Mismatch(f"{what}: {a.input} admitted with payload {payload(a)}, target {theirs}")
 
 
 def event(session: str, a: Event, b: Event | None, m: Match, what: str) -> Match:

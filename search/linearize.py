@@ -49,6 +49,12 @@ trace along the order found, do see. So where the target logs runner events
 (``execution_started``, ``step_started``, ...), the search first looks for a
 legal order that also places those where the target's log has them (as it
 does the folded ones), and only when there is none for any legal order.
+Likewise a kill: members in flight that admit one ID with different payloads
+(a conflicting retry racing an exact one) leave rows, transcript and folded
+events alike, but not the inbox (a later retry is judged against the payload
+kept), so where the target's log writes each admission's payload
+(docs/protocol.md), the search first looks for an order that admits the
+payloads it logged (``passes``).
 Asked for every end (``ends=True``, with memoisation), it does not stop at
 the first legal order: it goes on (the memo then holds every node fully
 explored, whose ends are all known) for up to ``ENDS_NODES`` nodes a part,
@@ -90,8 +96,9 @@ Three reductions, all sound:
   and disagree with each other. When the merged order fails its replay for
   that reason, the group is searched again whole, which is always sound.
 
-What is not compared: event payloads and runner events (implementations
-differ in them), ``hello`` and ``log`` replies (as in lockstep).
+What is not compared (only preferred, as above): event payloads and runner
+events (implementations differ in them); nor ``hello`` and ``log`` replies
+(as in lockstep).
 """
 
 from __future__ import annotations
@@ -279,11 +286,37 @@ def linearize(
             raise ValueError(f"request r{i}: an outcome is unknown exactly when it never completed")
     start = Match.start(_known(group), group.ids)
     parts = split(group)
-    if any(_runner_logged(shown) for shown in group.after.values()):
-        verdict = _orders(group, parts, start, memo, budget, ends, runner=True)
+    *preferred, plain = passes(group)
+    for prefer in preferred:
+        verdict = _orders(group, parts, start, memo, budget, ends, prefer)
         if isinstance(verdict, Legal):
             return verdict
-    return _orders(group, parts, start, memo, budget, ends, runner=False)
+    return _orders(group, parts, start, memo, budget, ends, plain)
+
+
+@dataclass(frozen=True, slots=True)
+class Prefer:
+    """What one pass of the search holds an order to beyond the folded
+    events (module docstring, "Which legal order"): ``runner``, the
+    target's runner events where its log has them; ``payloads``, each
+    admission's payload where the target's log wrote one."""
+
+    runner: bool = False
+    payloads: bool = False
+
+
+def passes(group: Group) -> list[Prefer]:
+    """The search's passes, the most demanding first, the plain one last.
+    A payload first: it is the inbox's state (a later retry is judged
+    against it); runner events only say where the checkers see each. Only
+    a kill leaves a payload unseen (a reply that came back showed it in its
+    receipt), so only a killed group tries payloads."""
+    shown = group.after.values()
+    runner = (True, False) if any(_runner_logged(s) for s in shown) else (False,)
+    payloads = (
+        (True, False) if group.killed and any(_payloads_logged(s) for s in shown) else (False,)
+    )
+    return [Prefer(r, p) for p in payloads for r in runner]
 
 
 def _orders(
@@ -293,12 +326,12 @@ def _orders(
     memo: bool,
     budget: int | None,
     ends: bool,
-    runner: bool,
+    prefer: Prefer,
 ) -> Verdict:
-    verdict = _search(group, parts, start, memo, budget, ends, runner)
+    verdict = _search(group, parts, start, memo, budget, ends, prefer)
     if verdict is None and len(parts) > 1:  # the parts matched times apart (docstring)
         whole = [(tuple(range(len(group.requests))), frozenset(group.after))]
-        verdict = _search(group, whole, start, memo, budget, ends, runner)
+        verdict = _search(group, whole, start, memo, budget, ends, prefer)
     if verdict is None:
         raise AssertionError("the whole group's order fails its own replay: a checker bug")
     return verdict
@@ -308,6 +341,10 @@ def _runner_logged(shown: Shown) -> bool:
     return shown.events is not None and any(e.type in compare.RUNNER for e in shown.events)
 
 
+def _payloads_logged(shown: Shown) -> bool:
+    return shown.events is not None and any(compare.payload(e) is not None for e in shown.events)
+
+
 def _search(
     group: Group,
     parts: list[tuple[tuple[int, ...], frozenset[str]]],
@@ -315,7 +352,7 @@ def _search(
     memo: bool,
     budget: int | None,
     ends: bool = False,
-    runner: bool = False,
+    prefer: Prefer = Prefer(),
 ) -> Verdict | None:
     """Search each part; None when every part has an order but the merged
     order fails its replay."""
@@ -323,7 +360,7 @@ def _search(
     others: list[list[tuple[Move, ...]]] = []  # each part's orders to its other ends
     explored = 0
     for requests, sessions in parts:
-        search = _Search(group, requests, sessions, memo, budget, runner, every=ends)
+        search = _Search(group, requests, sessions, memo, budget, prefer, every=ends)
         try:
             found = search.run(start)
         except _OutOfBudget:
@@ -466,10 +503,11 @@ class _Search:
         sessions: frozenset[str],
         memo: bool,
         budget: int | None,
-        runner: bool = False,
+        prefer: Prefer = Prefer(),
         every: bool = False,
     ) -> None:
         self.group = group
+        self.prefer = prefer
         self.every = every and memo  # go on for every legal end (needs the memo)
         self.requests = requests
         self.sessions = sessions
@@ -495,10 +533,10 @@ class _Search:
         )
         self.everything = frozenset(requests)
         # The events each appended event must match, in order, per session
-        # whose log was read: the folded ones, and with ``runner`` where the
-        # target logged runner events, those too (``linearize``'s first pass).
+        # whose log was read: the folded ones, and with ``prefer.runner`` where
+        # the target logged runner events, those too (``passes``).
         self.ordered = {
-            sid: _ordered_with_runner if runner and _runner_logged(shown) else compare.folded
+            sid: _ordered_with_runner if prefer.runner and _runner_logged(shown) else compare.folded
             for sid in sessions
             if (shown := group.after[sid]).events is not None
         }
@@ -654,6 +692,8 @@ class _Search:
             place = sum(1 for x in new if kept(x) and x.seq < e.seq)
             b = theirs[place] if place < len(theirs) else None
             m = compare.event(e.session, e, b, m, f"log of {e.session}")
+            if self.prefer.payloads and b is not None:
+                compare.same_payload(e, b, f"log of {e.session}")
         return m
 
     def _ends(self, state: State, m: Match, order: tuple[Move, ...], done: frozenset[int]) -> bool:

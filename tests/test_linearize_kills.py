@@ -9,8 +9,12 @@ rest not), and one that no choice explains.
 
 from __future__ import annotations
 
+import json
+
+from inboxsim.model import Event
+from inboxsim.model.values import canonical_json
 from inboxsim.search import Group, Illegal, Legal, Msg, Request, Row, Shown, Unknown, linearize
-from tests.group_helpers import created
+from tests.group_helpers import NOW, created
 from tests.linearize_helpers import S1, ev, msg, prompt, receipt, row
 
 
@@ -86,3 +90,39 @@ def test_no_choice_of_effects_explains_a_batch_promoted_out_of_order() -> None:
     assert isinstance(verdict, Illegal)
     why = verdict.explain(g)
     assert "then the target was killed" in why and "died at" in why, why
+
+
+def _admitted(seq: int, x: str, text: str) -> Event:
+    """An admission as the SQLite inbox logs it: its payload in its data."""
+    payload = {"data": {"text": text, "files": [], "agents": [], "metadata": {}}}
+    return Event(
+        S1,
+        seq,
+        "admitted",
+        NOW,
+        x,
+        canonical_json({**payload, "delivery": "steer", "type": "user"}),
+    )
+
+
+def test_of_two_unknown_admissions_of_one_id_the_logged_payload_took_effect() -> None:
+    """A conflicting retry racing an exact one, both in flight at the kill:
+    the restarted target shows one admission of u, its log naming the text
+    "z". Rows, transcript and folded events do not show a payload, so both
+    members explain them; the order found admits the one the log names, so
+    the model carries the payload the target keeps and a later retry of u
+    is judged as the target judges it (seeds 730 and 924 of ``conformance
+    --concurrency 4 --group-kills``: the first order found admitted the
+    other text, and the correct inbox's answer to the retry was called a
+    divergence). A log without payloads leaves the choice open."""
+    a = Request(prompt("u", "a"), 0, None, Unknown())
+    z = Request(prompt("u", "z"), 0, None, Unknown())
+    verdict = judged(
+        killed(a, z, after=Shown((row("u", 0),), (), events=(_admitted(0, "u", "z"),)))
+    )
+    assert isinstance(verdict, Legal)
+    assert placed(verdict) == {1}
+    (kept,) = verdict.state.store.sessions[S1].pending
+    assert json.loads(kept.data)["text"] == "z"
+    plain = judged(killed(a, z, after=Shown((row("u", 0),), (), events=(ev(0, "admitted", "u"),))))
+    assert isinstance(plain, Legal) and len(placed(plain)) == 1
