@@ -147,6 +147,11 @@ def _request(state: State, op: Op, crash_at: str | None, quiesce: bool) -> Outco
         if quiesce:
             runner.quiesce(tx)
     except Failed as failure:
+        # The traceback's frames hold the failure (``inbox.admit`` keeps its
+        # conflict in a local): dropping it breaks that cycle, so the run's
+        # steps, which the callers' frames reach, are freed by reference
+        # counting instead of waiting for the cyclic collector.
+        failure.__traceback__ = None
         return Outcome(state, Err(failure.code, failure.message), ())
     except CrashedAt as crash:
         return Outcome(tx.freeze().crashed(), Crashed(crash.point), tuple(tx.events))

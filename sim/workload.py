@@ -19,7 +19,7 @@ on purpose.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
 from ..model import (
@@ -114,7 +114,6 @@ class Workload:
         "unknown",
         "features",
         "_families",
-        "_acts",
         "_crash",
         "_menus",
         "_metadata_ok",
@@ -156,7 +155,6 @@ class Workload:
             else ()
             for kind, points in REACHABLE.items()
         }
-        self._acts = {family: getattr(self, "_" + family + "_action") for family in FAMILIES}
         self._menus: dict[tuple[bool, bool, bool], tuple[tuple[str, ...], tuple[int, ...]]] = {}
         self._metadata_ok = NO_METADATA not in self.features
         # The ways a prompt's ID can be reused with something changed (see
@@ -198,7 +196,7 @@ class Workload:
         if menu is None:
             menu = self._menus[key] = self._menu(*key)
         names, weights = menu
-        action = self._acts[names[ch.weighted(weights)]](view, now, client)
+        action = _ACTS[names[ch.weighted(weights)]](self, view, now, client)
         points = self._crash.get(type(action.op), ())
         if points and ch.chance(swarm.failpoint_rate):
             action = Action(action.label, action.op, ch.pick(points))
@@ -492,6 +490,14 @@ class Workload:
             return Action("read.messages", Messages(now, session=session))
         after = ch.below(8) - 1
         return Action("read.log", Log(now, session=session, after=after if after >= 0 else None))
+
+
+# Each family's method, as the class's function: a workload keeping methods
+# bound to itself would be a reference cycle, which keeps a run's requests
+# alive until the cyclic collector runs.
+_ACTS: dict[str, Callable[[Workload, View, int, int], Action]] = {
+    family: getattr(Workload, "_" + family + "_action") for family in FAMILIES
+}
 
 
 def _at(op: Prompt | Synthetic | Compact, now: int) -> Op:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from inboxsim.model import G4, PRESETS, Synthetic
+from inboxsim.model import G4, PRESETS, Err, Synthetic
 from inboxsim.sim.run import RunOptions, RunResult, run_decisions, run_seed
 from inboxsim.trace.encode import step_text, trace_hash_of
 from inboxsim.trace.record import canonical, step_wire, trace_hash
@@ -204,3 +204,32 @@ def test_every_preset_keeps_the_invariants_it_is_expected_to(policy: str) -> Non
         result = _run(seed, policy, RunOptions(ops=60, only_expected=True))
         assert result.verdict == "held", (seed, result.violations)
         assert result.ops > 60
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_run_leaves_no_reference_cycles(concurrency: int) -> None:
+    """A finished run's objects are freed by reference counting: nothing it
+    built is left for the cyclic collector (a cycle through a frame of the
+    run would keep every step alive until a collection; a sweep paid for it
+    in collections). The seeds include refused requests (the model raises and
+    catches them) and crashes."""
+    import gc
+
+    _run(0)  # caches filled once
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        results = [
+            _run(seed, options=RunOptions(ops=100, concurrency=concurrency)) for seed in range(4)
+        ]
+        refused = sum(isinstance(s.reply, Err) for r in results for s in r.trace.steps)
+        crashed = sum(
+            s.kind == "crash" or s.decision == "restart" for r in results for s in r.trace.steps
+        )
+        del results
+        assert refused > 0 and crashed > 0  # the paths that raised are exercised
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()
