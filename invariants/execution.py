@@ -216,7 +216,10 @@ class FollowUpChecker(Checker):
     no new execution starts (coalesced drains settle once per execution,
     spec 4.27). When a step fails (and with it the execution), exactly one
     new execution starts if a wake was rung during it and input is pending;
-    otherwise the session goes idle."""
+    otherwise the session goes idle. A doorbell the tracker kept only because
+    the trace cannot show whether a wake rang it (an interrupt in a busy
+    concurrent group: ``SessionShadow.doorbell_kept``) allows that execution
+    and does not owe it."""
 
     ids = (FOLLOW_UP,)
     quiescent = True
@@ -283,7 +286,7 @@ class FollowUpChecker(Checker):
         opened = self.t.open.get(sid)
         starts = ctx.exec_started.get(sid, 0)
         if rung is not None and self.pending:
-            if opened is None:
+            if opened is None and not sh.doorbell_kept:
                 env.fail(
                     FOLLOW_UP,
                     (rung, ctx.index),

@@ -151,6 +151,7 @@ class SessionShadow:
         "cont",
         "last_step",
         "doorbell",
+        "doorbell_kept",
         "bg",
         "created_step",
     )
@@ -177,6 +178,10 @@ class SessionShadow:
         self.cont: tuple[int, Call] | None = None
         self.last_step: int | None = None
         self.doorbell: int | None = None
+        # The doorbell was kept across an interrupt in a busy group only
+        # because the trace cannot show whether a wake rang it after the
+        # interrupt: a follow-up drain at a failure is then allowed, not owed.
+        self.doorbell_kept = False
         self.bg: dict[str, tuple[Row, int]] = {}  # background steers: row and the step admitting it
 
     def copy(self) -> SessionShadow:
@@ -203,6 +208,7 @@ class SessionShadow:
         sh.cont = self.cont
         sh.last_step = self.last_step
         sh.doorbell = self.doorbell
+        sh.doorbell_kept = self.doorbell_kept
         sh.bg = self.bg.copy()
         return sh
 
@@ -628,8 +634,10 @@ class Tracker:
                 # In a group whose runner was busy before this member, a wake
                 # an earlier member recorded may be taken after the interrupt
                 # (admission, then wake: spec 3.6) and ring the successor's
-                # doorbell (spec 3.7); the trace cannot show which, so it is kept.
+                # doorbell (spec 3.7); the trace cannot show which, so it is kept,
+                # as one that may or may not ring.
                 sh.doorbell = rung
+                sh.doorbell_kept = rung is not None
         for c in ctx.new_calls:
             opened = self.sessions.get(c.session)
             if opened is not None and c.kind == "step":
@@ -643,8 +651,10 @@ class Tracker:
             sh = self.sessions[sid]
             if isinstance(op, (Prompt, Synthetic, Compact)):
                 staged = sh.staged if isinstance(op, Synthetic) else None
-                if self.wakes(ctx, staged) and sh.doorbell is None:
-                    sh.doorbell = i
+                if self.wakes(ctx, staged):
+                    sh.doorbell_kept = False  # rung now, whatever was kept
+                    if sh.doorbell is None:
+                        sh.doorbell = i
                 running = ctx.calls_before.get(sid)
                 if isinstance(op, Synthetic) and running is not None and running.kind == "step":
                     for x, (_, row) in ctx.admitted.items():
@@ -725,6 +735,7 @@ def _reset_drain(sh: SessionShadow) -> None:
     sh.cont = None
     sh.last_step = None
     sh.doorbell = None
+    sh.doorbell_kept = False
     if sh.bg:
         sh.bg.clear()
 

@@ -62,8 +62,8 @@ and :class:`Legal` lists every distinct end it reached (state and ID map, at
 most ``ENDS``), the first order's first; a caller judges its next step from
 each, and drops those the step cannot follow (``groups.GroupDriver``). The
 first order found is the same as when the search stops there. (Lockstep,
-``lockstep.py``, carries the first end only: its sequential requests are
-compared with one model.)
+``lockstep.py``, carries them too: each later request is compared from
+every end, and diverges only when none follows.)
 
 Three reductions, all sound:
 

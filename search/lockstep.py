@@ -48,6 +48,14 @@ nowhere else):
   target's ``hello`` reports a step allowance other than the one sent,
   ``final`` is not compared and ``allowance`` is recorded as not testable.
 
+**Legal ends.** A concurrent group (:meth:`LockstepTarget.group_steps`) may
+have legal orders that leave the model in states nothing the target showed
+tells apart (a doorbell one order rang and another did not). Each is carried
+(:class:`Carried`: the model's state and both sides' normalizers as of it);
+every later step is compared from each, the ends it cannot follow are
+dropped, and it diverges only when none follows (the first end's difference
+is reported). The steps the caller gets follow the first end's order.
+
 **Events are not compared**, neither payloads nor types: the contract does
 not list them among the compared things, and the protocol says event types an
 implementation does not emit are judged per adapter ("the harness judges what
@@ -67,19 +75,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 from ..errors import HarnessError
-from ..model import Event, Hello, Ok, Op, Reply
+from ..model import Event, Hello, Ok, Op, Reply, State
 from ..sim.workload import NO_METADATA
 from ..targets.group import GroupSteps, Member
 from ..targets.target import ModelTarget, Target, group_members, observe
-from ..trace.record import NOTHING, Observed, observed_wire, reply_wire
+from ..trace.record import NOTHING, MessageView, Observed, PendingView, observed_wire, reply_wire
 from .divergence import Divergence, NotLinearizable, request_line
 from .groups import history, moves_of, renamed
-from .history import Msg, Row, Shown
-from .linearize import Legal, linearize
+from .history import Group, Msg, Row, Shown
+from .linearize import ENDS, End, Legal, Verdict, end_key, linearize
 from .placement import abreast, group_reply, member_said, place_events, rows_and_messages
 from .side import Side
 
@@ -118,6 +126,36 @@ class NotTestable(HarnessError):
 # --- the lockstep target -------------------------------------------------------
 
 
+@dataclass(slots=True)
+class Carried:
+    """A legal end of the groups so far that no observation has told apart
+    from the one compared with (a doorbell the order found rang and the
+    target's did not, say): the model's state there and each side's
+    normalizer as of it. Every later step is compared from each; an end it
+    cannot follow is dropped, and the step diverges only when none can."""
+
+    state: State | None  # None: the model is not in process (no groups)
+    m: Side
+    t: Side
+
+    def same(self, other: Carried) -> bool:
+        return self.state == other.state and self.m.label == other.m.label
+
+
+class Judged(NamedTuple):
+    """A group as the search judged it from one legal end carried: the
+    requests in that end's model terms, the target's views before the
+    group, the IDs matched so far, the group and the verdict."""
+
+    end: Carried
+    ops: list[Op]
+    pending: dict[str, tuple[PendingView, ...]]
+    transcript: dict[str, tuple[MessageView, ...]]
+    ids: dict[str, str]
+    group: Group
+    verdict: Verdict
+
+
 class LockstepTarget:
     """The model and a target driven together (see the module docstring)."""
 
@@ -153,6 +191,8 @@ class LockstepTarget:
         # alarms on a correct inbox (5 of 1,000 seeds of the SQLite inbox).
         self.kills = kills
         self._hello_seen = False
+        # The other legal ends carried, the first compared with aside (Carried).
+        self.others: list[Carried] = []
 
     # --- features ---------------------------------------------------------
 
@@ -197,16 +237,19 @@ class LockstepTarget:
         if crash_at is not None:
             wire["crash_at"] = crash_at
         self._remember_harness_ids(op)
-        model_op = self._translate(op)
-        m_reply, m_obs = self.model.request(model_op, crash_at)
+        ends = self._ends()
+        answers = []
+        for end in ends:  # the model's answer from each legal end carried
+            self._take(end)
+            answers.append(self.model.request(self._translate(op), crash_at))
+            end.state = self._state()
         t_reply, t_obs = self.target.request(op, crash_at)
         if not isinstance(op, Hello):  # a hello names the implementation: not compared
-            said = self.t.norm_reply(op, t_reply, self._final)
+            said = ends[0].t.norm_reply(op, t_reply, self._final)
             self.replies.append(json.dumps(said, sort_keys=True, default=str))
-        if isinstance(op, Hello):
-            t_reply = self._hello(op, m_reply, t_reply)
-        self._compare(op, wire, m_reply, m_obs, t_reply, t_obs)
-        return t_reply, t_obs
+        reply = self._follow(ends, answers, op, wire, t_reply, t_obs)
+        assert reply is not None
+        return reply, t_obs
 
     @property
     def group_kills(self) -> bool:
@@ -234,35 +277,20 @@ class LockstepTarget:
             self._remember_harness_ids(op)
         if "group" not in self.t.features:
             raise NotTestable(f"group: not in the target's hello features ({self.target.name})")
-        model_ops = [self._translate(op) for op in ops]
         sent = None if self.free else schedule
         more = (list(crash_at),) if any(crash_at) else ()
         served, t_obs = self.target.group(list(ops), sent, *more)  # type: ignore[attr-defined]
         killed = served.killed or any(o is None or o.get("unknown") for o in served.outcomes)
+        # Judged from each legal end carried; the first it is legal from is
+        # compared with, and every end of every legal judgement is carried on.
+        judged = [self._judge(end, ops, served.outcomes, t_obs, killed) for end in self._ends()]
+        legal = [j for j in judged if isinstance(j.verdict, Legal)]
+        chosen = legal[0] if legal else judged[0]
+        self._take(chosen.end)
+        self.others = self._carry(legal)
+        model_ops, group, verdict, ids = chosen.ops, chosen.group, chosen.verdict, chosen.ids
         before = model.state
-        pending_before, transcript_before = dict(self.t.pending), dict(self.t.transcript)
-        self.t.absorb(t_obs)
-        touched = {e.session for e in t_obs.events} | {s for s, _ in t_obs.pending}
-        touched |= {s for s, _ in t_obs.transcript} | set(before.store.sessions)
-        after = {
-            sid: Shown(
-                tuple(
-                    Row(r.input, r.type, r.delivery, r.admitted_seq, r.time)
-                    for r in self.t.pending.get(sid, ())
-                ),
-                tuple(
-                    Msg(m.id, m.type, m.seq, m.time, m.copied_from)
-                    for m in self.t.transcript.get(sid, ())
-                ),
-                next((c for c in self.t.calls if c.session == sid), None),
-                tuple(e for e in t_obs.events if e.session == sid),
-            )
-            for sid in sorted(touched)
-            if sid in self.t.pending or sid in self.t.transcript
-        }
-        ids = {m: t for name, t in self.t.raw.items() if (m := self.m.raw.get(name)) is not None}
-        group = history(before, model_ops, served.outcomes, after, ids, killed)
-        verdict = linearize(group)
+        pending_before, transcript_before = chosen.pending, chosen.transcript
         replies = [group_reply(o) for o in served.outcomes]
         self.steps += 1
         if not isinstance(verdict, Legal):
@@ -355,11 +383,134 @@ class LockstepTarget:
             self.t.calls,
         )
 
+    def _judge(
+        self,
+        end: Carried,
+        ops: Sequence[Op],
+        outcomes: Sequence[dict[str, Any] | None],
+        t_obs: Observed,
+        killed: bool,
+    ) -> Judged:
+        """The group as the search judges it from one legal end (its target
+        side takes in what the target showed)."""
+        self._take(end)
+        assert end.state is not None
+        model_ops = [self._translate(op) for op in ops]
+        pending, transcript = dict(self.t.pending), dict(self.t.transcript)
+        self.t.absorb(t_obs)
+        touched = {e.session for e in t_obs.events} | {s for s, _ in t_obs.pending}
+        touched |= {s for s, _ in t_obs.transcript} | set(end.state.store.sessions)
+        after = {
+            sid: Shown(
+                tuple(
+                    Row(r.input, r.type, r.delivery, r.admitted_seq, r.time)
+                    for r in self.t.pending.get(sid, ())
+                ),
+                tuple(
+                    Msg(m.id, m.type, m.seq, m.time, m.copied_from)
+                    for m in self.t.transcript.get(sid, ())
+                ),
+                next((c for c in self.t.calls if c.session == sid), None),
+                tuple(e for e in t_obs.events if e.session == sid),
+            )
+            for sid in sorted(touched)
+            if sid in self.t.pending or sid in self.t.transcript
+        }
+        ids = {m: t for name, t in self.t.raw.items() if (m := self.m.raw.get(name)) is not None}
+        group = history(end.state, model_ops, outcomes, after, ids, killed)
+        return Judged(end, model_ops, pending, transcript, ids, group, linearize(group, ends=True))
+
+    def _carry(self, legal: Sequence[Judged]) -> list[Carried]:
+        """The legal ends to carry beside the first legal judgement's first
+        (at most ``ENDS`` in all): each with its sides as of that end, its new
+        IDs named alike on both."""
+        every = [
+            (j, end)
+            for j in legal
+            if isinstance(j.verdict, Legal)
+            for end in j.verdict.ends or (End(j.verdict.state, j.verdict.ids),)
+        ]
+        seen = {end_key(every[0][1])} if every else set()  # the end compared with
+        carried: list[Carried] = []
+        for j, end in every[1:]:
+            key = end_key(end)
+            if key in seen or j.end.state is None:
+                continue
+            seen.add(key)
+            m, t = j.end.m.copy(), j.end.t.copy()
+            for m_id, t_id in end.ids.items():
+                if t_id not in t.label and m_id not in m.label:
+                    m.id(m_id)
+                    t.id(t_id)
+            m.absorb(observe(j.end.state, end.state, ()))
+            carried.append(Carried(end.state, m, t))
+        return carried[: ENDS - 1]
+
     def kill(self) -> Observed:
-        m_obs = self.model.kill()
+        ends = self._ends()
+        answers: list[tuple[Reply | None, Observed]] = []
+        for end in ends:
+            self._take(end)
+            answers.append((None, self.model.kill()))
+            end.state = self._state()
         t_obs = self.target.kill()
-        self._compare(None, None, None, m_obs, None, t_obs)
+        self._follow(ends, answers, None, None, None, t_obs)
         return t_obs
+
+    # --- the legal ends carried -------------------------------------------------
+
+    def _ends(self) -> list[Carried]:
+        """The legal end compared with, then the others carried."""
+        return [Carried(self._state(), self.m, self.t), *self.others]
+
+    def _state(self) -> State | None:
+        return self.model.state if isinstance(self.model, ModelTarget) else None
+
+    def _take(self, end: Carried) -> None:
+        """Compare from ``end`` from now on."""
+        self.m, self.t = end.m, end.t
+        if end.state is not None and isinstance(self.model, ModelTarget):
+            self.model.state = end.state
+
+    def _follow(
+        self,
+        ends: list[Carried],
+        answers: Sequence[tuple[Reply | None, Observed]],
+        op: Op | None,
+        wire: dict[str, Any] | None,
+        t_reply: Reply | None,
+        t_obs: Observed,
+    ) -> Reply | None:
+        """Compare the target's step with the model's from each legal end
+        (each already moved on by its answer); keep the ends that agree, the
+        first compared with from now on. When none does, the first end's
+        divergence is raised: what no legal end of the earlier groups follows."""
+        step, lines = self.steps, list(self.history) if len(ends) > 1 else []
+        kept: list[Carried] = []
+        reply = t_reply
+        failure: Divergence | None = None
+        for end, (m_reply, m_obs) in zip(ends, answers, strict=True):
+            self._take(end)
+            if len(ends) > 1:
+                self.steps, self.history = step, list(lines)
+            said = t_reply
+            if isinstance(op, Hello):
+                said = self._hello(op, m_reply, t_reply)  # type: ignore[arg-type]
+            try:
+                self._compare(op, wire, m_reply, m_obs, said, t_obs)
+            except Divergence as exc:
+                failure = failure or exc
+                continue
+            reply = said if not kept else reply
+            if not any(end.same(other) for other in kept):
+                kept.append(end)
+        if not kept:
+            self._take(ends[0])
+            assert failure is not None
+            raise failure
+        self._take(kept[0])
+        self.others = kept[1:]
+        return reply
 
     def close(self) -> None:
         try:

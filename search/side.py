@@ -33,6 +33,19 @@ class Side:
         self.features: tuple[str, ...] = ()
         self.step_limit: int | None = None
 
+    def copy(self) -> Side:
+        """A copy that changes independently (the harness's IDs stay shared;
+        the views, rows and receipts it holds are never changed in place)."""
+        other = Side(self.harness)
+        other.label, other.raw = dict(self.label), dict(self.raw)
+        other.generated = self.generated
+        other.times = list(self.times)
+        other.pending, other.transcript = dict(self.pending), dict(self.transcript)
+        other.calls = self.calls
+        other.kinds, other.receipts = dict(self.kinds), dict(self.receipts)
+        other.features, other.step_limit = self.features, self.step_limit
+        return other
+
     # IDs
     def id(self, ident: str | None, copy_of: str | None = None, session: str = "") -> str | None:
         if ident is None:
