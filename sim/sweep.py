@@ -35,6 +35,7 @@ interrupted sweep prints).
 
 from __future__ import annotations
 
+import gc
 import os
 import shlex
 import time
@@ -93,21 +94,35 @@ def run_batch(task: BatchTask) -> BatchOutcome:
     if task.write:
         columns = BatchColumns()
     summaries = []
-    for offset, seed in enumerate(task.seeds):
-        result = run_seed(seed, task.policy, task.options, checkers_module=task.checkers)
-        summaries.append(
-            RunSummary(
-                seed,
-                result.verdict,
-                result.liveness,
-                result.ops,
-                result.trace_hash,
-                tuple((v.invariant, tuple(v.steps), v.message) for v in result.violations),
-                result.probes,
+    # A run makes no reference cycles (tests/test_sim_run.py): what it builds
+    # is freed by reference counting, and the cyclic collector's passes
+    # during a run would only walk its live objects (~3 % of a sweep). So a
+    # batch pauses the collector and collects the youngest generation once
+    # after each seed, which also frees whatever a custom monitor left in
+    # cycles, a seed at a time.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for offset, seed in enumerate(task.seeds):
+            result = run_seed(seed, task.policy, task.options, checkers_module=task.checkers)
+            summaries.append(
+                RunSummary(
+                    seed,
+                    result.verdict,
+                    result.liveness,
+                    result.ops,
+                    result.trace_hash,
+                    tuple((v.invariant, tuple(v.steps), v.message) for v in result.violations),
+                    result.probes,
+                )
             )
-        )
-        if columns is not None:
-            columns.add_run(task.first_run_id + offset, task.sweep_id, result, task.policy)
+            if columns is not None:
+                columns.add_run(task.first_run_id + offset, task.sweep_id, result, task.policy)
+            del result
+            gc.collect(0)
+    finally:
+        if collecting:
+            gc.enable()
     tables = columns.tables() if columns is not None else None
     host, pid = worker_identity()
     return BatchOutcome(

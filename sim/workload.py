@@ -40,6 +40,7 @@ from ..model import (
     RevertStage,
     Synthetic,
 )
+from ..model.frozen import fast_init
 from ..trace.view import View
 from .rng import Chooser
 from .swarm import FAMILIES, FINISH, RACES, Races, Swarm
@@ -84,6 +85,7 @@ RACE_ANSWERS = frozenset({"steer.answer", "compact.boundary", "interrupt.answer"
 NO_METADATA = "no_metadata"
 
 
+@fast_init  # one per step (model/frozen.py)
 @dataclass(frozen=True, slots=True)
 class Action:
     """The workload's next move: a request (maybe asked to crash), or a kill

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from inboxsim.model import G4, PRESETS, Err, Synthetic
+from inboxsim.model import G4, PRESETS, Crashed, Err, Fork, Hello, Log, Ok, Prompt, Synthetic
 from inboxsim.sim.run import RunOptions, RunResult, run_decisions, run_seed
 from inboxsim.trace.encode import step_text, trace_hash_of
-from inboxsim.trace.record import canonical, step_wire, trace_hash
+from inboxsim.trace.record import Observed, Step, canonical, step_wire, trace_hash
 from tests.sim_helpers import StubMonitor, StubViolation, checkers
 
 OPTIONS = RunOptions(ops=100)
@@ -233,3 +233,43 @@ def test_a_run_leaves_no_reference_cycles(concurrency: int) -> None:
     finally:
         if enabled:
             gc.enable()
+
+
+def test_a_step_text_is_the_canonical_text_of_its_wire_form() -> None:
+    """The hand-built texts of requests and replies, on values a seeded run
+    seldom or never sends: tuples, metadata with floats and nesting, booleans,
+    non-ASCII and escaped text, a failpoint, every reply kind."""
+    ops = [
+        Prompt(
+            3,
+            session="s\u00e91",
+            input='u"1',
+            text="h\u00e9llo\n\u2603",
+            files=("f", {"b": 1.0, "a": [True, None]}),
+            agents=(),
+            metadata={"z": 1.5, "a": {"y": 2.0}},
+            delivery="queue",
+            resume=False,
+        ),
+        Synthetic(4, session="s1", text="", description=None, resume=True),
+        Hello(0, step_limit=7),
+        Log(5, session="s1", after=0),
+        Fork(6, session="s1", child="f1", before=None),
+    ]
+    replies = [
+        Ok({"b": [1, {"d": None, "c": "\u00e9"}], "a": True}),
+        Ok({}),
+        Err("busy", "free text"),
+        Crashed("after_admit"),
+        None,
+    ]
+    for op in ops:
+        for crash_at in (None, "after_admit"):
+            for reply in replies:
+                step = Step(0, "safety", "request", "d", op, crash_at, reply, Observed())
+                wire = step_wire(step)
+                assert step_text(step) == (
+                    canonical(wire["request"]),
+                    canonical(wire["reply"]),
+                    canonical(wire["observed"]),
+                )

@@ -17,12 +17,9 @@ from dataclasses import fields
 from json.encoder import encode_basestring
 from typing import Any
 
-from ..model import Call, Event, Op
+from ..model import Call, Err, Event, Ok, Op, Reply
 from ..model.values import encode_json as _encode
 from .record import MessageView, Observed, PendingView, Step, TraceHeader, reply_wire
-
-# Field names of each operation type, looked up once (dataclasses.fields is slow).
-_OP_FIELDS: dict[type, tuple[str, ...]] = {}
 
 StepText = tuple[str, str, str]  # request, reply, observed: canonical JSON text
 
@@ -34,30 +31,63 @@ def step_text(step: Step) -> StepText:
     ``canonical(step_wire(step)[part])`` for each part, built directly.
 
     Why by hand: this runs for every step of every run, and the generic path
+    builds a dictionary per part only to have the encoder sort its keys, and
     parses each event's data (already canonical text) only to encode it again.
     """
     request = step.request
-    if request is None:
-        request_text = "null"
-    else:
-        wire = request_wire(request)
-        if step.crash_at is not None:
-            wire["crash_at"] = step.crash_at
-        request_text = _encode(wire)
-    return request_text, _encode(reply_wire(step.reply)), observed_text(step.observed)
+    request_text = "null" if request is None else _request_text(request, step.crash_at)
+    return request_text, _reply_text(step.reply), observed_text(step.observed)
 
 
-def request_wire(op: Op) -> dict[str, Any]:
-    """``op.to_wire()``, with the field names cached per operation type."""
-    names = _OP_FIELDS.get(type(op))
-    if names is None:
-        names = _OP_FIELDS[type(op)] = tuple(f.name for f in fields(op) if f.name != "now")
-    wire: dict[str, Any] = {"op": op.OP, "now": op.now}
-    for name in names:
-        value = getattr(op, name)
-        if value is not None:
-            wire[name] = list(value) if isinstance(value, tuple) else value
-    return wire
+def _request_text(op: Op, crash_at: str | None) -> str:
+    """``canonical(op.to_wire() | {"crash_at": crash_at})``, the ``None``
+    fields (and a ``None`` crash_at) left out, tuples as lists."""
+    keys = _REQUEST_KEYS.get((type(op), crash_at is not None))
+    if keys is None:
+        keys = _request_keys(op, crash_at is not None)
+    parts = []
+    for name, head in keys:
+        if name == "op":
+            value: Any = op.OP
+        elif name == "crash_at":
+            value = crash_at
+        else:
+            value = getattr(op, name)
+            if value is None:
+                continue
+        kind = type(value)
+        if kind is str:
+            parts.append(head + _string(value))
+        elif kind is int:
+            parts.append(head + int.__repr__(value))
+        elif kind is bool:
+            parts.append(head + ("true" if value else "false"))
+        else:
+            parts.append(head + _encode(list(value) if kind is tuple else value))
+    return "{" + ",".join(parts) + "}"
+
+
+# (operation type, with crash_at) -> its wire keys in sorted order, each with
+# its text ('"key":'), looked up once (dataclasses.fields is slow).
+_REQUEST_KEYS: dict[tuple[type, bool], tuple[tuple[str, str], ...]] = {}
+
+
+def _request_keys(op: Op, crash: bool) -> tuple[tuple[str, str], ...]:
+    names = ["op", "now", *(f.name for f in fields(op) if f.name != "now")]
+    if crash:
+        names.append("crash_at")
+    keys = tuple((name, _string(name) + ":") for name in sorted(names))
+    _REQUEST_KEYS[(type(op), crash)] = keys
+    return keys
+
+
+def _reply_text(reply: Reply | None) -> str:
+    """``canonical(reply_wire(reply))``; keys in sorted order."""
+    if type(reply) is Ok:
+        return '{"ok":true,"result":' + _encode(reply.result) + "}"
+    if type(reply) is Err:
+        return '{"error":' + _string(reply.code) + ',"ok":false}'
+    return _encode(reply_wire(reply))
 
 
 def observed_text(observed: Observed) -> str:
