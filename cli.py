@@ -589,11 +589,11 @@ def conformance_command(
     group_kills: Annotated[
         bool,
         typer.Option(
-            "--group-kills",
+            "--group-kills/--no-group-kills",
             help="With --concurrency: groups also carry kills mid-group where the adapter lists "
-            "group and failpoints (experimental: a few false alarms on a correct inbox remain).",
+            "group and failpoints (--no-group-kills: never inside a group).",
         ),
-    ] = False,
+    ] = True,
     as_json: JsonFlag = False,
 ) -> None:
     """Lockstep against the model: the scenario library, then a seeded sweep.

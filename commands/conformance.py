@@ -32,7 +32,7 @@ def conformance(
     as_json: bool,
     concurrency: int = 1,
     free_running: bool = False,
-    group_kills: bool = False,
+    group_kills: bool = True,
 ) -> int:
     if no_library and seeds == 0:
         raise HarnessError(

@@ -77,7 +77,7 @@ def conformance(
     scheduler: str | None = None,
     concurrency: int = 1,
     free_running: bool = False,
-    group_kills: bool = False,
+    group_kills: bool = True,
 ) -> ConformanceReport:
     """Check an adapter (``command``: argv list or a command line) against the
     model under ``policy``: the scenario library (``scenarios`` narrows it to
@@ -95,8 +95,8 @@ def conformance(
     ``concurrency`` > 1 makes each seed send concurrent groups of up to that
     many requests (the adapter must list the feature ``group``; see
     :func:`seed_item`); ``free_running``: without schedules, even where the
-    adapter has pause points; ``group_kills``: groups also carry kills
-    mid-group where the adapter serves groups and failpoints."""
+    adapter has pause points; ``group_kills`` (the default): groups also
+    carry kills mid-group where the adapter serves groups and failpoints."""
 
     argv = split_command(command) if isinstance(command, str) else list(command)
     if not argv:

@@ -62,7 +62,7 @@ def repro_command(
     timeout: float = DEFAULT_TIMEOUT,
     concurrency: int = 1,
     free: bool = False,
-    group_kills: bool = False,
+    group_kills: bool = True,
 ) -> str:
     words = ["inboxsim", "conformance", "--adapter", shlex.join(command), "--policy", policy]
     if timeout != DEFAULT_TIMEOUT:
@@ -73,5 +73,5 @@ def repro_command(
         words += ["--no-library", "--seed-start", str(seed), "--seeds", "1", "--ops", str(ops)]
     if concurrency > 1:
         words += ["--concurrency", str(concurrency)] + (["--free-running"] if free else [])
-        words += ["--group-kills"] if group_kills else []
+        words += [] if group_kills else ["--no-group-kills"]
     return shlex.join(words)

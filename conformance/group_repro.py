@@ -109,7 +109,7 @@ def tape_seed(
     folder: Path,
     timeout: float | None = None,
     name: str | None = None,
-    kills: bool = False,
+    kills: bool = True,
 ) -> tuple[list[dict[str, Any]], int, str] | None:
     """Run the seed again through a taped lockstep target: its steps up to
     the failing one, the step limit, and the failure's first line; None
@@ -151,7 +151,7 @@ def shrink_concurrent_seed(
     name: str | None = None,
     seconds: float = 60.0,
     runs: int = 300,
-    group_kills: bool = False,
+    group_kills: bool = True,
 ) -> Repro | None:
     """A failing concurrent seed as a minimal group scenario file in ``out``
     (the module docstring); None when the seed held when run again."""

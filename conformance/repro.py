@@ -26,7 +26,7 @@ def attach_repro(
     seconds: float,
     runs: int,
     concurrency: int = 1,
-    group_kills: bool = False,
+    group_kills: bool = True,
 ) -> None:
     """Shrink one failure through the adapter; the file's path and how it was
     checked go into the item (a shrink that fails is said, never raised). A

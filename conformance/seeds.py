@@ -40,7 +40,7 @@ class SeedRun:
     name: str
     concurrency: int = 1
     free: bool = False
-    group_kills: bool = False  # kills mid-group (conformance --group-kills)
+    group_kills: bool = True  # kills mid-group (off: conformance --no-group-kills)
 
     def repro(self, seed: int) -> str:
         """The command line that runs ``seed`` alone, as this run did."""

@@ -186,9 +186,8 @@ class LockstepTarget:
         # Groups run free (no schedule: the target's threads interleave as they
         # will) even where the target has pause points.
         self.free = free
-        # Kills mid-group are asked for (conformance --group-kills): off by
-        # default, since the trace form of a member nobody saw still gives false
-        # alarms on a correct inbox (5 of 1,000 seeds of the SQLite inbox).
+        # Kills mid-group are asked for: conformance asks by default
+        # (--no-group-kills: never); other callers ask when they mean it.
         self.kills = kills
         self._hello_seen = False
         # The other legal ends carried, the first compared with aside (Carried).

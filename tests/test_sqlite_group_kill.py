@@ -9,11 +9,13 @@ across a crash (the ``volatile-inbox`` mutant) is caught.
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
 import pytest
 
+from inboxsim.cli import main
 from inboxsim.conformance.catalogue import mutant_command
 from inboxsim.conformance.command_lines import target_command
 from inboxsim.conformance.seeds import SeedRun, seed_item
@@ -99,3 +101,19 @@ def test_conformance_catches_a_lost_inbox_at_a_kill_mid_group(tmp_path: Path, se
     assert outcome.item.verdict == "violated", outcome.item.detail
     found = {inv for inv, _ in outcome.violations}
     assert found & {"durability", "replay-matches-views", "admission-projects-row"}, found
+
+
+@pytest.mark.parametrize("flag", [None, "--no-group-kills"])
+def test_conformance_sends_kills_mid_group_unless_told_not_to(
+    capsys: pytest.CaptureFixture[str], flag: str | None
+) -> None:
+    """``conformance --concurrency N`` kills inside groups by default (seed 23's
+    one kill is mid-group); ``--no-group-kills`` sends the groups whole, and
+    a seed's repro command says so."""
+    argv = ["conformance", "--target", "sqlite", "--concurrency", "4", "--no-library"]
+    argv += ["--seed-start", "23", "--seeds", "1", "--shrink", "0", "--json"]
+    assert main(argv + ([flag] if flag else [])) == 0
+    (seed,) = [i for i in json.loads(capsys.readouterr().out)["items"] if i["kind"] == "seed"]
+    assert seed["verdict"] == "held", seed["detail"]
+    assert ("(0 mid-group)" if flag else "1 kills (1 mid-group)") in seed["detail"]
+    assert ("--no-group-kills" in seed["repro"]) == bool(flag)
