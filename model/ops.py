@@ -25,13 +25,19 @@ class Op:
     def to_wire(self) -> dict[str, Any]:
         """The request object without ``rid``; omitted fields are left out."""
         wire: dict[str, Any] = {"op": self.OP, "now": self.now}
-        for f in fields(self):
-            if f.name == "now":
-                continue
-            value = getattr(self, f.name)
+        names = _WIRE_FIELDS.get(type(self))
+        if names is None:  # once per class: dataclasses.fields is slow
+            names = tuple(f.name for f in fields(self) if f.name != "now")
+            _WIRE_FIELDS[type(self)] = names
+        for name in names:
+            value = getattr(self, name)
             if value is not None:
-                wire[f.name] = list(value) if isinstance(value, tuple) else value
+                wire[name] = list(value) if isinstance(value, tuple) else value
         return wire
+
+
+# An operation class's fields besides ``now``, in order.
+_WIRE_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 @dataclass(frozen=True, slots=True)

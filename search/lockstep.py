@@ -138,8 +138,57 @@ class Carried:
     m: Side
     t: Side
 
-    def same(self, other: Carried) -> bool:
-        return self.state == other.state and self.m.label == other.m.label
+    def key(self) -> tuple[Any, ...]:
+        """What of this end a later comparison can tell apart from another:
+        the model's pending rows, transcripts, ID owners, staged reverts and
+        runner work, each generated ID by its label; not what none reads (the
+        log's runner events and seqs, the ID counter). Ends alike in it are
+        one: carrying both could only ever keep both."""
+        state, name = self.state, self.m.label
+        if state is None:
+            return ()
+
+        def n(ident: str | None) -> str | None:
+            return None if ident is None else name.get(ident, ident)
+
+        sessions = tuple(
+            (
+                sid,
+                tuple((n(r.input), r.type, r.data, r.delivery, r.time) for r in log.pending),
+                tuple((n(m.id), m.type, m.time, n(m.copied_from)) for m in log.transcript),
+                n(log.revert),
+                log.fork_seq is None,
+            )
+            for sid, log in sorted(state.store.sessions.items())
+        )
+        owners = tuple(sorted(((n(x), o) for x, o in state.store.owners.items()), key=_first))
+        runs = tuple(
+            (c.session, n(c.call), c.kind, c.step, c.final, tuple(n(x) for x in c.context))
+            + (r.phase, r.forced, r.step, r.cont, r.doorbell)
+            for r in sorted(state.runs.values(), key=lambda r: r.call.opened)
+            for c in (r.call,)
+        )
+        work = tuple(
+            (sid, w._replace(batch=tuple(n(x) or "" for x in w.batch)))
+            for sid, w in sorted(state.work.items())
+        )
+        return sessions, owners, runs, work, state.wakes, state.step_limit
+
+
+def _first(pair: tuple[Any, Any]) -> Any:
+    return pair[0]
+
+
+def distinct(ends: Sequence[Carried]) -> list[Carried]:
+    """``ends`` without those alike (:meth:`Carried.key`) to an earlier one."""
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for end in ends:
+        key = end.key()
+        if key not in seen:
+            seen.add(key)
+            out.append(end)
+    return out
 
 
 class Judged(NamedTuple):
@@ -322,6 +371,8 @@ class LockstepTarget:
         self.replies.extend(member_said(o, self.t.label) for o in served.outcomes)
         m_obs = observe(before, model.state, tuple(e for s in steps for e in s.observed.events))
         self.m.absorb(m_obs)
+        if self.others:  # the ends alike to the one compared with, or to each other, are one
+            self.others = distinct([Carried(model.state, self.m, self.t), *self.others])[1:]
         # The target shows nothing between a group's requests: each member
         # carries the target's own events, cut where the model's order puts
         # each folded event (the search matched those one for one, in order);
@@ -501,14 +552,13 @@ class LockstepTarget:
                 failure = failure or exc
                 continue
             reply = said if not kept else reply
-            if not any(end.same(other) for other in kept):
-                kept.append(end)
+            kept.append(end)
         if not kept:
             self._take(ends[0])
             assert failure is not None
             raise failure
         self._take(kept[0])
-        self.others = kept[1:]
+        self.others = distinct(kept)[1:] if len(kept) > 1 else []
         return reply
 
     def close(self) -> None:

@@ -113,6 +113,7 @@ class Workload:
         "ids",
         "sessions",
         "sent",
+        "_with_id",
         "unknown",
         "features",
         "_families",
@@ -142,6 +143,8 @@ class Workload:
         self.ids = tuple(f"u{i}" for i in range(1, swarm.id_pool + 1))
         self.sessions = tuple(f"s{i}" for i in range(1, swarm.sessions + 1))
         self.sent: list[list[Sent]] = [[] for _ in range(swarm.clients)]
+        # How many of each client's remembered requests carry an ID (conflicts reuse one).
+        self._with_id = [0] * swarm.clients
         # (client, index) of requests whose outcome is unknown, oldest first.
         self.unknown: list[tuple[int, Sent]] = []
         # The harness never sends an operation whose feature the target lacks.
@@ -189,11 +192,7 @@ class Workload:
         sent = self.sent[client]
         # Which conditional families can act; the (names, weights) for each of
         # the eight combinations are built once per run.
-        key = (
-            bool(view.calls),
-            bool(sent) or bool(self.unknown),
-            any(s.op.input is not None for s in sent),
-        )
+        key = (bool(view.calls), bool(sent) or bool(self.unknown), self._with_id[client] > 0)
         menu = self._menus.get(key)
         if menu is None:
             menu = self._menus[key] = self._menu(*key)
@@ -297,8 +296,11 @@ class Workload:
         sent = Sent(op, outcome)
         memory = self.sent[client]
         memory.append(sent)
+        with_id = self._with_id[client] + (op.input is not None)
         if len(memory) > MEMORY:
+            with_id -= memory[0].op.input is not None
             del memory[0]
+        self._with_id[client] = with_id
         if outcome == "unknown":
             self.unknown.append((client, sent))
             if len(self.unknown) > MEMORY:

@@ -14,13 +14,14 @@ allows the follow-up drain without owing it (``SessionShadow.doorbell_kept``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from inboxsim.conformance.command_lines import target_command
 from inboxsim.conformance.seeds import SeedRun, seed_item
 from inboxsim.invariants import check_trace
 from inboxsim.model import G4, Answer, Create, Err, Hello, Interrupt, Ok, Op, Prompt, Reply
-from inboxsim.search.lockstep import LockstepTarget
+from inboxsim.search.lockstep import Carried, LockstepTarget, distinct
 from inboxsim.targets.target import ModelTarget
 from inboxsim.trace.record import Observed, Step, Trace
 
@@ -71,6 +72,22 @@ def test_a_later_step_picks_the_legal_end_the_target_took() -> None:
     assert not lock.others and not lock.model.state.runs  # the end that followed, alone
     reply, _ = lock.request(Answer(5, call=call, finish="stop"))
     assert isinstance(reply, Err)  # compared on from it: the call is closed on both sides
+
+
+def test_ends_alike_in_all_a_comparison_reads_are_carried_as_one() -> None:
+    lock = _wake_before_the_interrupt()
+    assert isinstance(lock.model, ModelTarget)
+    state = lock.model.state
+    here = Carried(state, lock.m, lock.t)
+    (other,) = lock.others  # its doorbell differs: kept apart
+    assert distinct([here, other]) == [here, other]
+    # the same state with another ID counter and its log's events in another
+    # order: nothing lockstep compares tells them apart
+    log = state.store.sessions["s1"]
+    shuffled = replace(log, events=log.events[::-1])
+    store = replace(state.store, sessions={**state.store.sessions, "s1": shuffled})
+    alike = Carried(replace(state, counter=state.counter + 5, store=store), lock.m, lock.t)
+    assert distinct([here, alike]) == [here]
 
 
 def _then(trace: Trace, op: Op, reply: Reply, observed: Observed) -> Trace:
