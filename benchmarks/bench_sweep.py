@@ -95,6 +95,37 @@ both share the model and the monitor, so their gains lift Hypothesis too).
 Goals (1.55x; 6x) not met. Left: the monitor's per-seed hook tables and its
 dispatch loop (the explorer's work is changing them), the workload's own
 per-step values, the target's views.
+
+Issue 21, fourth pass, outside the checkers (2026-12-02). Kept: a run makes
+no reference cycles (a refused request's traceback held the callers' frames,
+so every run's steps waited for the cyclic collector; the workload's family
+table held methods bound to itself; ``tests/test_sim_run.py`` checks it),
+and ``run_batch`` pauses the collector, collecting the youngest generation
+after each seed; a request's and a reply's canonical text written directly
+(``trace/encode.py``), the workload's ``Action`` with the fast ``__init__``;
+``Op.to_wire``'s field names looked up once per class; the runner's event
+texts written directly. By valgrind instruction count
+(``benchmarks/sweep_instructions.py``, 15 seeds x 100 ops): 43.5 M a seed at
+the start of the pass, 43.3 (cycles), 42.7 (collector), 41.5 (texts,
+Action), 41.1 (to_wire), 40.8 M after; the release 52.1 M (1.20x -> 1.28x).
+This benchmark at load 16-18 (CPU time, ``--seeds 2000 --jobs 2``): 24.5 s
+vs the release's 30.3 s, 1.24x, the same hashes; checked ops per CPU second
+10,813 vs Hypothesis's 2,490, 4.34x (the release 3.39x). Goals (1.55x; 6x)
+not met: at 1.28x the quiet machine's 46.6 s would be ~36 s.
+
+The profile now (py-spy, 200 Hz, 500 seeds x 100 ops in one process, store
+write included, 7,824 samples; by the innermost package frame): checkers
+35.3 %, model 25.1 % (the values' ``__init__`` 2.7 % of it; +2.9 % the
+target's observe), simulator 21.4 %, encoding 7.4 %, store 3.3 %, imports
+2.9 %. Hottest own time: the values' ``__init__`` 5.3 %, Monitor.feed 5.2 %,
+the C encoder 3.2 % (most of it the replies' results: receipts and logs,
+their payloads parsed back to be encoded again), Workload.next 2.5 %, apply's
+``_request`` 2.1 %, ``_Recorder.add`` 2.0 %, Tracker.settle 1.8 %, pyarrow's
+tables 1.7 %, ``_request_text`` 1.7 %, Chooser.below 1.6 %,
+IndependenceChecker.end 1.5 %, BarrierEventChecker.end 1.5 %, observe 1.4 %,
+``observed_text`` 1.3 %, StepCtx.__init__ 1.3 %. Left: a reply's result
+text without parsing the payloads back (the model's replies are
+dictionaries: that is its interface), the chooser's per-draw overhead.
 """
 
 from __future__ import annotations

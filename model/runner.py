@@ -68,6 +68,7 @@ synchronous runner of the adapter protocol (:func:`quiesce`), which is how
 from __future__ import annotations
 
 from collections.abc import Callable
+from json.encoder import encode_basestring
 
 from .state import At, Phase, Run, Tx, Work
 from .store import SessionLog
@@ -180,12 +181,15 @@ def answer(tx: Tx, run: Run, finish: str) -> None:
     elif finish == "error":
         if tx.policy.step_events == "on_response":
             _step_started(tx, session, run.step, run.call.final)
-        tx.append(session, "step_failed", None, {"step": run.step, "error": "model call failed"})
+        text = f'{{"error":"model call failed","step":{run.step}}}'
+        tx.append(session, "step_failed", None, text)
         after = Work("failed", run.forced, run.doorbell, run.step)
     else:
         if tx.policy.step_events == "on_response":
             _step_started(tx, session, run.step, run.call.final)
-        tx.append(session, "step_ended", None, {"step": run.step, "finish": finish})
+        # Canonical text of {"step", "finish"}, written directly (hot path).
+        text = f'{{"finish":{encode_basestring(finish)},"step":{run.step}}}'
+        tx.append(session, "step_ended", None, text)
         cont = finish == "tool" and not run.call.final
         after = Work("stepped", run.forced, run.doorbell, run.step, cont)
     tx.work[session] = after
@@ -201,7 +205,7 @@ def interrupt(tx: Tx, session: str) -> bool:
         _settle_compaction(tx, session, failed=True, error="Compaction cancelled")
     elif run is not None and tx.policy.step_events == "at_call":
         # on_response: the step never started in the log, so it gets no event.
-        tx.append(session, "step_failed", None, {"step": run.step, "error": "interrupted"})
+        tx.append(session, "step_failed", None, f'{{"error":"interrupted","step":{run.step}}}')
     if work is None or work.at != "start":
         _execution_event(tx, session, "execution_interrupted", {"reason": "user"})
     return True
@@ -390,7 +394,7 @@ def _open_compaction(
         tx.work[session] = Work("compacted", forced, doorbell, step, cont, phase)
         return
     call = tx.open_call(session, "compaction", 0, False)
-    tx.append(session, "compaction_started", barrier.input, {"reason": "manual"})
+    tx.append(session, "compaction_started", barrier.input, '{"reason":"manual"}')
     tx.runs[session] = Run(call, phase, forced, step, cont, doorbell)
 
 
@@ -400,7 +404,7 @@ def _settle_compaction(tx: Tx, session: str, failed: bool, error: str) -> None:
     if failed:
         tx.append(session, "compaction_failed", barrier.input, {"reason": "manual", "error": error})
     else:
-        tx.append(session, "compaction_ended", barrier.input, {"reason": "manual"})
+        tx.append(session, "compaction_ended", barrier.input, '{"reason":"manual"}')
 
 
 # --- running the transitions ----------------------------------------------------------

@@ -187,7 +187,7 @@ class Tx:
             type_,
             self.now if time is None else time,
             input_id,
-            {} if data is None else data,
+            "{}" if data is None else data,  # canonical text of {}
             self.policy,
         )
         self.events.append(event)
