@@ -74,12 +74,12 @@ testable; sending one anyway raises :class:`NotTestable` (recorded too).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from ..errors import HarnessError
-from ..model import Event, Hello, Ok, Op, Reply, State
+from ..model import Event, Hello, Ok, Op, Receipt, Reply, State
 from ..sim.workload import NO_METADATA
 from ..targets.group import GroupSteps, Member
 from ..targets.target import ModelTarget, Target, group_members, observe
@@ -155,7 +155,10 @@ class Carried:
             (
                 sid,
                 tuple((n(r.input), r.type, r.data, r.delivery, r.time) for r in log.pending),
-                tuple((n(m.id), m.type, m.time, n(m.copied_from)) for m in log.transcript),
+                tuple(
+                    (n(m.id), m.type, m.time, m.data, n(m.copied_from), _receipt(m.receipt, n))
+                    for m in log.transcript
+                ),
                 n(log.revert),
                 log.fork_seq is None,
             )
@@ -173,6 +176,10 @@ class Carried:
             for sid, w in sorted(state.work.items())
         )
         return sessions, owners, runs, work, state.wakes, state.step_limit
+
+
+def _receipt(r: Receipt | None, n: Callable[[str | None], str | None]) -> tuple[Any, ...]:
+    return () if r is None else (n(r.input), r.session, r.type, r.data, r.delivery, r.time)
 
 
 def _first(pair: tuple[Any, Any]) -> Any:

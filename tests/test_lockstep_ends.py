@@ -88,6 +88,12 @@ def test_ends_alike_in_all_a_comparison_reads_are_carried_as_one() -> None:
     store = replace(state.store, sessions={**state.store.sessions, "s1": shuffled})
     alike = Carried(replace(state, counter=state.counter + 5, store=store), lock.m, lock.t)
     assert distinct([here, alike]) == [here]
+    # which payload a message holds is read (a later reuse of its ID conflicts or not)
+    first, *rest = log.transcript
+    other_text = replace(log, transcript=(replace(first, data='{"text":"z"}'), *rest))
+    store = replace(state.store, sessions={**state.store.sessions, "s1": other_text})
+    apart = Carried(replace(state, store=store), lock.m, lock.t)
+    assert distinct([here, apart]) == [here, apart]
 
 
 def _then(trace: Trace, op: Op, reply: Reply, observed: Observed) -> Trace:
