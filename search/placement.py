@@ -120,26 +120,33 @@ def rows_and_messages(
     its views after the group where they hold the same lifecycle. An ID
     admitted again within the group (a committed revert ended its earlier
     lifecycle) is its old row before the member that re-admitted it and its
-    new row from there on."""
+    new row from there on; likewise an ID promoted again is, up to its
+    second promotion, the message its first promotion made (its seq and
+    time, the type its row had)."""
     rows: dict[str, PendingView] = {}
     msgs: dict[str, MessageView] = {}
     rows.update((r.input, r) for view in pending.values() for r in view)
-    promoted: set[str] = set()
+    promoted: dict[str, MessageView] = {}  # ID -> the message its last promotion so far made
     for e in events:
         if e.type in ("admitted", "compaction_admitted") and e.input:
             data = _data(e.data)
             kind = "compaction" if e.type == "compaction_admitted" else data.get("type", "user")
             rows[e.input] = PendingView(e.input, kind, data.get("delivery"), e.seq, e.time)
         elif e.type == "promoted" and e.input:
-            promoted.add(e.input)
+            row = rows.get(e.input)
+            promoted[e.input] = MessageView(e.input, row.type if row else "user", e.seq, e.time)
     for rows_after in side.pending.values():
         for r in rows_after:
             old = rows.get(r.input)
             if old is None or old.admitted_seq == r.admitted_seq:
                 rows[r.input] = r
     msgs.update((m.id, m) for msgs_before in transcript.values() for m in msgs_before)
+    msgs.update(promoted)
     for msgs_after in side.transcript.values():
-        msgs.update((m.id, m) for m in msgs_after if m.id in promoted or m.id not in msgs)
+        for m in msgs_after:
+            made = promoted.get(m.id)
+            if made is None and m.id not in msgs or made is not None and made.seq == m.seq:
+                msgs[m.id] = m  # the same lifecycle: the target's own message
     return rows, msgs
 
 

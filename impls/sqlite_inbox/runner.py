@@ -82,7 +82,9 @@ class Runner:
     def promote_one(self, row: dict[str, Any], last: bool = False) -> bool:
         """One promotion = one transaction: promoted event, pending row out,
         message in. The boundary read ``row`` earlier, so the transaction
-        checks again that it is still promotable; if not, it is skipped."""
+        reads it again: if it is no longer promotable it is skipped, and the
+        message is made of the row taken out (a committed revert may have
+        ended the lifecycle read and a retry admitted the ID again since)."""
         sid = row["session_id"]
         if MUTANT == "promotion-not-atomic":  # the pending row goes first, the message later
             with self.store.tx():
@@ -91,8 +93,10 @@ class Runner:
             self.fire("mid_promotion")
         with self.store.tx():
             if MUTANT not in ("promotion-not-atomic", "race-promote-trusts-batch"):
-                if not self.still_promotable(row):
+                current = self.still_promotable(row)
+                if current is None:
                     return False
+                row = current
             if MUTANT != "promotion-not-atomic":
                 seq = self.store.append(sid, "promoted", self.now, row["id"])
             if MUTANT == "race-boundary-clears-steers" and last and row["delivery"] == "steer":
@@ -121,13 +125,18 @@ class Runner:
         self.fire("mid_promotion")
         return True
 
-    def still_promotable(self, row: dict[str, Any]) -> bool:
-        """Still pending (a prompt's committed revert may have removed it since
-        the boundary read) and not held by a barrier (one may have been
-        admitted since: under G4 it holds every input back)?"""
-        if self.store.pending_row(row["id"]) is None:
-            return False
-        return self.store.barrier(row["session_id"]) is None or MUTANT == "barrier-ignored"
+    def still_promotable(self, row: dict[str, Any]) -> dict[str, Any] | None:
+        """The row as it is now, when still pending with the delivery the
+        boundary read (a prompt's committed revert may have removed it since,
+        and a retry admitted the ID again, maybe queued) and not held by a
+        barrier (one may have been admitted since: under G4 it holds every
+        input back); None otherwise."""
+        current = self.store.pending_row(row["id"])
+        if current is None or current["delivery"] != row["delivery"]:
+            return None
+        if self.store.barrier(row["session_id"]) is not None and MUTANT != "barrier-ignored":
+            return None
+        return current
 
     def settle_barrier(self, barrier: dict[str, Any], kind: str, **data: Any) -> None:
         """Compaction ended or failed: the event and the barrier's removal, together."""
