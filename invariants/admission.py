@@ -84,6 +84,7 @@ class ProjectionChecker(Checker):
     admitted_seq s and the event's time, and its receipt says the same."""
 
     ids = (PROJECTS,)
+    moved_only = True
     ops = (Prompt, Synthetic, Compact)
     events = ADMISSIONS
 
@@ -235,6 +236,7 @@ class BeforeWakeChecker(Checker):
     durable with nothing woken."""
 
     ids = (BEFORE_WAKE,)
+    moved_only = True
     step_scoped = ("early", "admission", "late")
     ops = (Prompt, Synthetic, Compact)
     events = None

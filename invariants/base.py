@@ -139,6 +139,13 @@ class Checker:
     every sequential step is. A member of a concurrent group that did not
     start and end quiescent (``StepCtx.busy_before``, ``runner_busy``: the
     runner was mid-drain) is not judged by it; its other hooks still run."""
+    moved_only: ClassVar[bool] = False
+    """Its ``end`` judges only what a step moved: on a step that moved
+    nothing (no event, no view, no call opened or closed, no crash: a
+    read, a refused request, a retry answered from its receipt; most
+    steps of a sweep) it would neither hit, nor fail, nor change its
+    memory, so the monitor does not call it there. Its other hooks
+    still run."""
     step_scoped: ClassVar[tuple[str, ...]] = ()
     """Attributes that live for one step only: assigned before any read in
     every step that reads them, dead once the step ends. The explorer's

@@ -69,6 +69,7 @@ class BoundaryContentChecker(Checker):
     group member is not judged by it (:class:`AdmissionOrderChecker` is)."""
 
     ids = (STEER_BATCH, IDLE, WAITS, BACKGROUND)
+    moved_only = True
     quiescent = True
     ops = None
 
@@ -179,6 +180,7 @@ class AdmissionOrderChecker(Checker):
     busy group member too (not ``quiescent``)."""
 
     ids = (FIFO, ORDER)
+    moved_only = True
     ops = None
 
     def end(self, ctx: StepCtx) -> None:
@@ -233,6 +235,7 @@ class AllowanceChecker(Checker):
     ``final`` marks the allowance's last step; a compaction call is step 0."""
 
     ids = (ALLOWANCE,)
+    moved_only = True
     quiescent = True
     ops = None
 

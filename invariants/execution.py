@@ -10,6 +10,7 @@ adapter quiesces before it answers, so a busy session always waits on one.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from ..model.ops import Answer, Compact, Fork, Hello, Interrupt, Op, Prompt, Resume, Synthetic
@@ -36,6 +37,10 @@ IDLE_INTERRUPT = "idle-interrupt-noop"
 
 def _work(ctx: StepCtx, sid: str) -> list[Event]:
     return [e for e in ctx.by_session.get(sid, ()) if e.type in EXEC_TYPES]
+
+
+_SESSION_OF_CHANGE = itemgetter(0)
+"""The session of a ``StepCtx.view_changes`` entry."""
 
 
 class WakeChecker(Checker):
@@ -337,7 +342,15 @@ class IndependenceChecker(Checker):
             named.add(ctx.answered.session)
         if len(self.t.sessions) > len(named):
             self.env.hit(INDEPENDENT)
-        if ctx.calls_changed or ctx.view_changes or any(s not in named for s in ctx.by_session):
+        # Only a session the request does not name can show a change it must
+        # not make: its events, a view, or a call open before or after.
+        if not named.issuperset(ctx.by_session) or (
+            (ctx.view_changes and not named.issuperset(map(_SESSION_OF_CHANGE, ctx.view_changes)))
+            or (
+                ctx.calls_changed
+                and not (named.issuperset(ctx.calls_before) and named.issuperset(self.t.open))
+            )
+        ):
             self._others(ctx, op, named)
         if not isinstance(op, WAKING):
             for sid in sorted(named):
@@ -379,8 +392,8 @@ class IndependenceChecker(Checker):
         if sid not in self.t.sessions or sid in ctx.calls_before or ctx.busy_before:
             return  # unknown, or busy: not a question of waking
         self.env.hit(NEEDS_WAKE)
-        work = _work(ctx, sid)
-        call = next((c for c in ctx.new_calls if c.session == sid), None)
+        work = _work(ctx, sid) if ctx.by_session else []
+        call = next((c for c in ctx.new_calls if c.session == sid), None) if ctx.new_calls else None
         if work or call is not None:
             started = f"{work[0].type} at seq {work[0].seq}" if work else words.call(call)  # type: ignore[arg-type]
             self.env.fail(

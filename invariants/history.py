@@ -168,10 +168,11 @@ class RevertChecker(Checker):
         self.staged: str | None = None
 
     def begin(self, ctx: StepCtx) -> None:
+        if not isinstance(ctx.op, (Prompt, Synthetic)):
+            self.staged = None
+            return
         sh = self.t.sessions.get(ctx.session or "")
-        self.staged = (
-            sh.staged if sh is not None and isinstance(ctx.op, (Prompt, Synthetic)) else None
-        )
+        self.staged = sh.staged if sh is not None else None
 
     def event(self, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
         if ev.type == "admitted":
@@ -203,6 +204,12 @@ class RevertChecker(Checker):
         self.cuts.append((sh.id, cut, removed, kept, barrier))
 
     def end(self, ctx: StepCtx) -> None:
+        if not self.committed and self.staged is None:
+            # No revert committed in this step (so no cut) and none staged
+            # under a prompt: the steps with nothing to judge, most of them.
+            if self.admitted_first:
+                self.admitted_first.clear()
+            return
         for sid, cut, removed, kept, barrier in self.cuts:
             self._truncated(ctx, sid, cut, removed, kept, barrier)
         self.cuts = []

@@ -125,23 +125,33 @@ def _tables(kinds: tuple[type[Checker], ...]) -> Tables:
     return tables
 
 
+STILL = "still"
+"""The ``end`` and ``end_async`` tables hold the plan of a step that moved
+nothing under ``(request type, STILL)``: without the ``moved_only`` checkers."""
+
+
 def _plan(kinds: tuple[type[Checker], ...], name: str, kind: Any) -> Plan:
     """Which hooks table ``name`` calls for one request type (``begin``,
-    ``end``, ``end_async``) or event type (``event``): those of the checkers
-    whose class defines the hook and cares about that type. The same for
-    every monitor with these checker classes, so computed once."""
+    ``end``, ``end_async``; ``(type, STILL)`` in the last two) or event type
+    (``event``): those of the checkers whose class defines the hook and
+    cares about that type. The same for every monitor with these checker
+    classes, so computed once."""
     table = _tables(kinds)[name]
     plan = table.get(kind)
     if plan is None:
         chosen = []
+        still = type(kind) is tuple
+        op = kind[0] if still else kind
         for i, cls in enumerate(kinds):
             if name == "end_async":  # a busy group member's end: the checkers not quiescent
                 if cls.quiescent or cls.end is Checker.end:
                     continue
             elif getattr(cls, name) is getattr(Checker, name):
                 continue  # the base's no-op: never called
+            if still and cls.moved_only:
+                continue
             cares = cls.events if name == "event" else cls.ops
-            if cares is None or (kind is not None and kind in cares):
+            if cares is None or (op is not None and op in cares):
                 chosen.append((getattr(cls, "end" if name == "end_async" else name), i))
         plan = table[kind] = tuple(chosen)
     return plan
@@ -249,7 +259,8 @@ class Monitor:
             begin = _plan(self._kinds, "begin", op_type)
         for hook, i in begin:
             hook(checkers[i], ctx)
-        events = step.observed.events
+        observed = step.observed
+        events = observed.events
         if events:
             sessions = tracker.sessions
             table = self._events
@@ -262,15 +273,23 @@ class Monitor:
                     event_hook(checkers[i], ctx, ev, sh)
                 tracker.apply(ctx, ev)
         tracker.observe(ctx)
+        moved = (
+            events
+            or observed.pending
+            or observed.transcript
+            or observed.calls is not None
+            or ctx.crashed
+        )
+        key = op_type if moved else (op_type, STILL)
         # a group member while the runner worked (a crash ends that work)
         if (ctx.runner_busy or ctx.busy_before) and not ctx.crashed:
-            end = self._end_async.get(op_type)
+            end = self._end_async.get(key)
             if end is None:
-                end = _plan(self._kinds, "end_async", op_type)
+                end = _plan(self._kinds, "end_async", key)
         else:
-            end = self._end.get(op_type)
+            end = self._end.get(key)
             if end is None:
-                end = _plan(self._kinds, "end", op_type)
+                end = _plan(self._kinds, "end", key)
         for hook, i in end:
             hook(checkers[i], ctx)
         tracker.settle(ctx)

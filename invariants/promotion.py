@@ -71,6 +71,7 @@ class AtomicChecker(Checker):
     transcript shows x at seq s, with the pending row's type."""
 
     ids = (ATOMIC,)
+    moved_only = True
     events = ("promoted",)
 
     def __init__(self, *args: Any) -> None:
@@ -131,6 +132,7 @@ class BoundaryChecker(Checker):
     before a model call opens for that session."""
 
     ids = (AT_BOUNDARY,)
+    moved_only = True
     quiescent = True
     ops = None
 

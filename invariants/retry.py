@@ -78,6 +78,8 @@ class ReuseChecker(Checker):
         if x is None:
             return
         self.judged = True
+        if x not in self.t.namespace and x not in self.t.owners:
+            return  # never used: no owner, live or first (most requests)
         self.owner = self.t.owner_for(x, op)  # type: ignore[arg-type]
         self.first = self.t.first_owner(x, op)  # type: ignore[arg-type]
         if self.owner is not None and not self.owner.copied:
@@ -109,8 +111,8 @@ class ReuseChecker(Checker):
             self._copies(ctx)
             return
         self._same_receipt(ctx)
-        if not self.judged:
-            return
+        if not self.judged or (self.owner is None and self.first is None):
+            return  # nothing to judge, or an ID never used
         kind = request_kind(op)
         x = getattr(op, "input", None)
         if kind is None or op is None or not isinstance(x, str):

@@ -23,6 +23,7 @@ class NotHistoryChecker(Checker):
     """Spec 4.5: no ID is pending and visible at once, in any sessions."""
 
     ids = (NOT_HISTORY,)
+    moved_only = True
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -63,6 +64,7 @@ class TranscriptViewChecker(Checker):
     never run backward."""
 
     ids = (ORDER, MONOTONIC)
+    moved_only = True
 
     def end(self, ctx: StepCtx) -> None:
         for sid, which, _, new in ctx.view_changes:
@@ -116,6 +118,7 @@ class ContextChecker(Checker):
     (user and synthetic messages, in order) at its boundary."""
 
     ids = (CONTEXT,)
+    moved_only = True
 
     def end(self, ctx: StepCtx) -> None:
         for c in ctx.new_calls:
