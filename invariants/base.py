@@ -118,8 +118,12 @@ class Env:
 
     def clone(self, tracker: Tracker) -> Env:
         """A copy over ``tracker`` (the copy's), between steps (nothing found)."""
-        env = Env(self.policy, tracker, self.enabled, self._every)
-        env._exercise(self.exercised.copy())
+        env = Env.__new__(Env)
+        env.policy, env.tracker, env.enabled = self.policy, tracker, self.enabled
+        env.found, env._every = [], self._every
+        env.exercised = exercised = self.exercised.copy()
+        # the same choice of ``hit`` as this one's (:meth:`_exercise`), not made again
+        env.hit = exercised.add if self.hit == self.exercised.add else env._hit_enabled
         return env
 
 
@@ -170,6 +174,29 @@ class Checker:
 
     def finish(self, liveness: bool) -> None:
         """At the end of the run."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled and deep-copied without its ``step_scoped`` attributes:
+        dead between steps (each step assigns them before any read), and a
+        stateless checker shared by a monitor's copies holds the last step
+        any of them judged (:meth:`stateless`)."""
+        scoped = type(self).step_scoped
+        if not scoped:
+            return self.__dict__
+        return {n: v for n, v in self.__dict__.items() if n not in scoped}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        for name in type(self).step_scoped:
+            self.__dict__.setdefault(name, None)
+
+    def stateless(self) -> bool:
+        """Has it no memory between steps (every attribute besides the
+        base's is ``step_scoped``)? Then a monitor's copies may share it,
+        binding it to their ``env`` and tracker before each step they feed
+        (``invariants/monitor.py``), instead of copying it."""
+        scoped = type(self).step_scoped
+        return all(n in _BASE_ATTRIBUTES or n in scoped for n in self.__dict__)
 
     def clone(self, env: Env) -> Checker:
         """A copy that judges on independently, over ``env`` (the copy's),

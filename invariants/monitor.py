@@ -158,9 +158,22 @@ def _plan(kinds: tuple[type[Checker], ...], name: str, kind: Any) -> Plan:
 
 
 _TABLE_ATTRIBUTES = ("_begin", "_end", "_end_async", "_events")
-_SHARED = frozenset({*_TABLE_ATTRIBUTES, "_kinds", "policy", "enabled"})
-"""What a monitor's copies share: its hook tables, checker classes, policy
-and enabled ids (never changed in place)."""
+_SHARED = frozenset({*_TABLE_ATTRIBUTES, "_kinds", "_sharing", "policy", "enabled"})
+"""What a monitor's copies share: its hook tables, checker classes, which
+checkers they share, policy and enabled ids (never changed in place)."""
+
+Sharing = tuple[tuple[int, ...], tuple[int, ...]]
+"""Which checkers a monitor's copies share, and which they copy (positions)."""
+
+
+def _sharing(checkers: list[Checker]) -> Sharing:
+    """The stateless checkers (:meth:`Checker.stateless`: 25 of the 33) are
+    shared by a monitor and its copies, bound to the monitor that feeds
+    them before each step; the others are copied. Decided once, when the
+    monitor is made: a checker sets all its attributes in ``__init__``
+    (``tests/test_canon.py`` checks that a stateless one stays so)."""
+    shared = tuple(i for i, c in enumerate(checkers) if c.stateless())
+    return shared, tuple(i for i in range(len(checkers)) if i not in shared)
 
 
 class Monitor:
@@ -195,6 +208,7 @@ class Monitor:
         """Ids of the invariants that reached a step where they could have failed."""
         self.checkers = [cls(self._env) for cls in CHECKERS if enabled.intersection(cls.ids)]
         self._kinds = tuple(type(c) for c in self.checkers)
+        self._sharing = _sharing(self.checkers)
         self._bind_tables()
         self._finished: list[Violation] | None = None
 
@@ -209,6 +223,7 @@ class Monitor:
     def __deepcopy__(self, memo: dict[int, Any]) -> Monitor:
         """A copy that judges on independently (the explorer keeps one per
         search node). The hook tables are shared (:func:`_tables`)."""
+        self._bind_checkers()
         clone = Monitor.__new__(Monitor)
         memo[id(self)] = clone
         for name, value in self.__dict__.items():
@@ -219,7 +234,9 @@ class Monitor:
         return clone
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled without the hook tables (functions, shared per process)."""
+        """Pickled without the hook tables (functions, shared per process),
+        its shared checkers bound to it."""
+        self._bind_checkers()
         return {n: v for n, v in self.__dict__.items() if n not in _TABLE_ATTRIBUTES}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -239,12 +256,31 @@ class Monitor:
         clone.tracker = self.tracker.clone()
         clone._env = env = self._env.clone(clone.tracker)
         clone.exercised = env.exercised
-        clone.checkers = [c.clone(env) for c in self.checkers]
+        clone.checkers = checkers = self.checkers.copy()
+        for i in self._sharing[1]:
+            checkers[i] = checkers[i].clone(env)
         clone._kinds = self._kinds
+        clone._sharing = self._sharing
         clone._begin, clone._end, clone._events = self._begin, self._end, self._events
         clone._end_async = self._end_async
         clone._finished = None
         return clone
+
+    def _bind_checkers(self) -> None:
+        """Bind the checkers shared with this monitor's copies (stateless:
+        :func:`_sharing`) to this monitor's ``env`` and tracker, unless the
+        last monitor to use them was this one (they are bound together)."""
+        shared = self._sharing[0]
+        if not shared:
+            return
+        checkers, env = self.checkers, self._env
+        if checkers[shared[0]].env is env:
+            return
+        tracker = self.tracker
+        for i in shared:
+            c = checkers[i]
+            c.env = env
+            c.t = tracker
 
     def feed(self, step: Step) -> list[Violation]:
         """Judge one step; returns the violations it revealed."""
@@ -252,6 +288,7 @@ class Monitor:
             raise RuntimeError("the monitor has finished; start a new one")
         tracker = self.tracker
         op_type = type(step.request) if step.request is not None else None
+        self._bind_checkers()
         ctx = tracker.begin(step)
         checkers = self.checkers
         begin = self._begin.get(op_type)
@@ -262,10 +299,9 @@ class Monitor:
         observed = step.observed
         events = observed.events
         if events:
-            sessions = tracker.sessions
             table = self._events
             for ev in events:
-                sh = sessions.get(ev.session) or tracker.session(ev.session, ctx.index)
+                sh = tracker.writable(ev.session, ctx.index)  # the shadow ``apply`` changes
                 hooks = table.get(ev.type)
                 if hooks is None:
                     hooks = _plan(self._kinds, "event", ev.type)
@@ -301,6 +337,7 @@ class Monitor:
         """End the run. ``liveness``: the run ended with a liveness phase that
         settled or hit its bound, so liveness invariants are judged now."""
         if self._finished is None:
+            self._bind_checkers()
             for c in self.checkers:
                 c.finish(liveness)
             self._finished = self._env.found

@@ -382,24 +382,71 @@ class Tracker:
         self.last_crash = -1
         self.last_index = -1
         self.busy = False  # the last step was a group member after which the runner had work
+        # Copy on write: the shadows and lifecycles this tracker made or
+        # copied since it was last cloned, the only ones it may change in
+        # place (every other one may be shared with a clone).
+        self.mine: set[str] = set()
+        self.mine_lives: set[str] = set()
 
     def clone(self) -> Tracker:
         """A copy that changes independently (the explorer judges each child
-        of a search node on its own copy): the containers are copied, and
-        what they hold is shared where it never changes once made (rows,
-        messages, owners, calls, views) and copied where it does (shadows,
-        lifecycles). Several times cheaper than a ``pickle`` round trip."""
+        of a search node on its own copy). Copy on write: the shadows and
+        lifecycles are shared with the original until either changes one
+        (:meth:`writable`, :meth:`writable_life` copy it first), so a
+        session the next step does not touch keeps its objects, and the
+        merge key's cache (``search/canon.py``) knows it unchanged by their
+        identity. The ID tables are copied (small; changed in place); the
+        call tables are shared (only ever replaced whole); what they hold
+        never changes once made (rows, messages, owners, calls, views)."""
         t = Tracker.__new__(Tracker)
         t.__dict__.update(self.__dict__)
         t.features = self.features.copy()
-        t.sessions = {sid: sh.copy() for sid, sh in self.sessions.items()}
+        t.sessions = self.sessions.copy()
         t.owners = self.owners.copy()
         t.namespace = self.namespace.copy()
-        t.lives = {x: life.copy() for x, life in self.lives.items()}
-        t.open = self.open.copy()
-        t.calls_by_id = self.calls_by_id.copy()
-        t.open_count = self.open_count.copy()
+        t.lives = self.lives.copy()
+        t.mine = set()
+        t.mine_lives = set()
+        self.share()
         return t
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled and deep-copied without the copy-on-write bookkeeping: the
+        copy holds objects of its own, and may copy them once more."""
+        return {n: v for n, v in self.__dict__.items() if n not in ("mine", "mine_lives")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.mine = set()
+        self.mine_lives = set()
+
+    def share(self) -> None:
+        """From now on, copy every shadow and lifecycle before changing it
+        (as after a :meth:`clone`): the merge key's cache holds them by
+        identity."""
+        if self.mine:
+            self.mine = set()
+        if self.mine_lives:
+            self.mine_lives = set()
+
+    def writable(self, sid: str, step: int) -> SessionShadow:
+        """The session's shadow to change in place (made if new, copied
+        first if it may be shared with a clone)."""
+        if sid in self.mine:
+            return self.sessions[sid]
+        sh = self.sessions.get(sid)
+        sh = self.sessions[sid] = SessionShadow(sid, step) if sh is None else sh.copy()
+        self.mine.add(sid)
+        return sh
+
+    def writable_life(self, x: str) -> Life | None:
+        """The lifecycle of ``x`` to change in place (copied first if it may
+        be shared with a clone), or None."""
+        life = self.lives.get(x)
+        if life is not None and x not in self.mine_lives:
+            life = self.lives[x] = life.copy()
+            self.mine_lives.add(x)
+        return life
 
     # --- requests, as the protocol defines them -------------------------
 
@@ -496,6 +543,7 @@ class Tracker:
         sh = self.sessions.get(sid)
         if sh is None:
             sh = self.sessions[sid] = SessionShadow(sid, step)
+            self.mine.add(sid)
         return sh
 
     def promotable(self, rows: list[Row] | Any) -> list[Row]:
@@ -521,8 +569,7 @@ class Tracker:
             # step shows happened, so its events (if any) are the restart's,
             # with no call open and no execution running.
             calls = {}
-            for sh in self.sessions.values():
-                sh.exec_open = False
+            self._close_executions(step.index)
         ctx = StepCtx(step, calls)
         ctx.busy_before, self.busy = self.busy, ctx.runner_busy
         op = ctx.op
@@ -534,7 +581,7 @@ class Tracker:
     def apply(self, ctx: StepCtx, ev: Event) -> None:
         """Fold one durable event into its session's shadow."""
         sid = ev.session
-        sh = self.sessions.get(sid) or self.session(sid, ctx.index)
+        sh = self.writable(sid, ctx.index)
         bucket = ctx.by_session.get(sid)
         if bucket is None:
             bucket = ctx.by_session[sid] = []
@@ -567,11 +614,14 @@ class Tracker:
         for sid, rows in observed.pending:
             sh = self.session(sid, i)
             ctx.view_changes.append((sid, "pending", sh.view_pending, rows))
-            sh.view_pending = rows
+            if rows != sh.view_pending:  # an equal view is kept: the shadow stays shared
+                self.writable(sid, i).view_pending = rows
         for sid, msgs in observed.transcript:
             sh = self.session(sid, i)
             ctx.view_changes.append((sid, "transcript", sh.view_transcript, msgs))
-            sh.view_transcript = msgs
+            if msgs != sh.view_transcript or sid in ctx.fork_from_view:
+                sh = self.writable(sid, i)
+                sh.view_transcript = msgs
             if sid in ctx.fork_from_view:
                 self._copies_from_view(ctx, sh, msgs)
         if observed.calls is not None or ctx.crashed:
@@ -589,8 +639,7 @@ class Tracker:
             ctx.calls_changed = True
         if ctx.crashed:
             self.last_crash = i
-            for sh in self.sessions.values():
-                sh.exec_open = False
+            self._close_executions(i)
         named = self.sessions.get(ctx.session) if ctx.session is not None else None
         if named is not None and named.id not in ctx.at_wake:
             ctx.at_wake[named.id] = len(named.pending)
@@ -605,42 +654,50 @@ class Tracker:
         op = ctx.op
         i = ctx.index
         if ctx.crashed:
-            for sh in self.sessions.values():
-                _reset_drain(sh)
+            for each in self.sessions:
+                self._reset_drain(each, i)
             return
         if ctx.ok and isinstance(op, (Prompt, Synthetic, Compact)):
             # The first receipt seen for a lifecycle is its original receipt.
-            life = self.lives.get(ctx.result.get("input") or "")
-            if life is not None and life.row.session == ctx.session:
+            acked = ctx.result.get("input") or ""
+            life = self.lives.get(acked)
+            if (
+                life is not None
+                and life.row.session == ctx.session
+                and (life.receipt is None or life.acked_step is None)
+            ):
+                life = self.writable_life(acked)
+                assert life is not None
                 if life.receipt is None:
                     life.receipt = dict(ctx.result)
                     life.receipt_step = i
                 if life.acked_step is None:
                     life.acked_step = i
         a = ctx.answered
-        answered = self.sessions.get(a.session) if a is not None else None
-        if a is not None and answered is not None and a.kind == "step":
-            answered.cont = self.continuation(ctx, a.session)
+        if a is not None and a.session in self.sessions and a.kind == "step":
+            cont = self.continuation(ctx, a.session)
+            if cont != self.sessions[a.session].cont:
+                self.writable(a.session, i).cont = cont
             if ctx.finish == "error":
-                _reset_drain(answered)
+                self._reset_drain(a.session, i)
         sid = ctx.session
         # An interrupt ends the execution before any call the step shows opened:
         # a successor's (spec 3.7), or in a group the runner's work after it.
         if ctx.ok and op is not None and op.OP == "interrupt" and sid in self.sessions:
-            sh = self.sessions[sid]
-            rung = sh.doorbell
-            _reset_drain(sh)
-            if ctx.busy_before and self._wakes_left(ctx, sid):
+            rung = self.sessions[sid].doorbell
+            self._reset_drain(sid, i)
+            if rung is not None and ctx.busy_before and self._wakes_left(ctx, sid):
                 # In a group whose runner was busy before this member, a wake
                 # an earlier member recorded may be taken after the interrupt
                 # (admission, then wake: spec 3.6) and ring the successor's
                 # doorbell (spec 3.7); the trace cannot show which, so it is kept,
                 # as one that may or may not ring.
+                sh = self.writable(sid, i)
                 sh.doorbell = rung
-                sh.doorbell_kept = rung is not None
+                sh.doorbell_kept = True
         for c in ctx.new_calls:
-            opened = self.sessions.get(c.session)
-            if opened is not None and c.kind == "step":
+            if c.session in self.sessions and c.kind == "step":
+                opened = self.writable(c.session, i)
                 opened.last_step = c.step
                 opened.cont = None
                 opened.bg.clear()
@@ -651,7 +708,8 @@ class Tracker:
             sh = self.sessions[sid]
             if isinstance(op, (Prompt, Synthetic, Compact)):
                 staged = sh.staged if isinstance(op, Synthetic) else None
-                if self.wakes(ctx, staged):
+                if self.wakes(ctx, staged) and (sh.doorbell is None or sh.doorbell_kept):
+                    sh = self.writable(sid, i)
                     sh.doorbell_kept = False  # rung now, whatever was kept
                     if sh.doorbell is None:
                         sh.doorbell = i
@@ -659,13 +717,13 @@ class Tracker:
                 if isinstance(op, Synthetic) and running is not None and running.kind == "step":
                     for x, (_, row) in ctx.admitted.items():
                         if row.session == sid and row.delivery == "steer":
-                            sh.bg[x] = (row, i)
+                            self.writable(sid, i).bg[x] = (row, i)
         # A session with no open call once the request quiesced is idle: its
         # execution is over, and so is everything volatile about it. (A group
         # member after which the runner had work did not quiesce.)
         for s in () if ctx.runner_busy else set(ctx.calls_before) | set(ctx.by_session):
             if s not in self.open and s in self.sessions:
-                _reset_drain(self.sessions[s])
+                self._reset_drain(s, i)
 
     def _wakes_left(self, ctx: StepCtx, sid: str) -> bool:
         """May a wake of this group's earlier members still ring after an
@@ -682,6 +740,26 @@ class Tracker:
             if life.row.session == sid and mark.first <= life.row.step < ctx.index
         )
         return admitted > 1
+
+    def _reset_drain(self, sid: str, step: int) -> None:
+        """Forget the session's volatile drain facts (copying its shadow
+        first only if it holds any)."""
+        sh = self.sessions[sid]
+        if sh.cont is None and sh.last_step is None and sh.doorbell is None and not sh.bg:
+            return
+        sh = self.writable(sid, step)
+        sh.cont = None
+        sh.last_step = None
+        sh.doorbell = None
+        sh.doorbell_kept = False
+        if sh.bg:
+            sh.bg.clear()
+
+    def _close_executions(self, step: int) -> None:
+        """A crash: no execution runs any more."""
+        for sid, sh in self.sessions.items():
+            if sh.exec_open:
+                self.writable(sid, step).exec_open = False
 
     # --- helpers for the appliers ------------------------------------------
 
@@ -713,6 +791,8 @@ class Tracker:
             and life.row.session == session
             and life.state in ("pending", "visible")
         ):
+            life = self.writable_life(x)
+            assert life is not None
             life.state = state
             life.ended_step = step
             if state == "reverted" and self.policy.ended_ids == "freed_by_revert":
@@ -729,15 +809,6 @@ class Tracker:
 
 def _freed(owner: Owner) -> Owner:
     return Owner(owner.session, owner.type, owner.copied, owner.step, True)
-
-
-def _reset_drain(sh: SessionShadow) -> None:
-    sh.cont = None
-    sh.last_step = None
-    sh.doorbell = None
-    sh.doorbell_kept = False
-    if sh.bg:
-        sh.bg.clear()
 
 
 # --- appliers: one per event type the protocol gives meaning to ------------
@@ -762,6 +833,7 @@ def _admitted(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
         life.payload = t.payload(mine)
         life.delivery = t.delivery(mine)
     t.lives[x] = life
+    t.mine_lives.add(x)
     ctx.admitted[x] = (ev, row)
 
 
@@ -773,6 +845,7 @@ def _compaction_admitted(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow)
         sh.barrier = row
     t._own(x, Owner(sh.id, "compaction", False, ctx.index))
     t.lives[x] = Life(row, payload="{}")
+    t.mine_lives.add(x)
     ctx.admitted[x] = (ev, row)
 
 
@@ -788,6 +861,8 @@ def _promoted(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
         kind = row.type if row else (life.row.type if life else "user")
         sh.visible[x] = Msg(x, kind, ev.seq, ev.time, ctx.index, row)
     if life is not None and life.row.session == sh.id and life.state in ("pending", "visible"):
+        life = t.writable_life(x)
+        assert life is not None
         life.promotions += 1
         if row is not None:
             life.state = "visible"

@@ -19,9 +19,10 @@ only what a future comparison can tell apart:
   sessions: an ID another session owns is written as a reference that the
   global part resolves. Segments are sorted by their digest, which is the
   session symmetry (worlds that differ only by session names get one key),
-  and the model's half of a segment is cached by the identity of the
-  session's log and run: siblings in the search share every session but
-  one.
+  and a whole segment, finished and digested, is cached by the identity of
+  what it is written from (:class:`KeyCache`: the session's log and run,
+  its shadow, its entries in the tracker's tables and the checkers'
+  memory): siblings in the search share every session but one.
 - **IDs** (pool, generated ``in-``/``cmp-``/``copy-`` and ``call-`` IDs) are
   named by first appearance within their owner's segment (an ID that only
   the index holds, by its number); checkers and the model compare IDs for
@@ -131,6 +132,7 @@ class _Segment:
         "foreign",
         "loose",
         "deps",
+        "looked",
     )
 
     def __init__(self, sid: str, owners: Any) -> None:
@@ -144,15 +146,7 @@ class _Segment:
         self.foreign: list[str] = []  # IDs another session owns, by reference number
         self.loose: dict[str, int] = {}  # IDs no session owns, named here
         self.deps: list[tuple[str, Any]] = []  # (ID, its index entry) the tokens rely on
-
-    def fork(self) -> _Segment:
-        """A copy to continue writing (the cached model half, then the monitor)."""
-        s = _Segment.__new__(_Segment)
-        s.sid, s.owners = self.sid, self.owners
-        s.out, s.names = list(self.out), dict(self.names)
-        s.times, s.seqs, s.orders = list(self.times), list(self.seqs), list(self.orders)
-        s.foreign, s.loose, s.deps = list(self.foreign), dict(self.loose), self.deps
-        return s
+        self.looked: list[tuple[str, Any]] = []  # (ID, its index entry) each lookup found
 
     # values
 
@@ -164,6 +158,7 @@ class _Segment:
         n = self.names.get(x)
         if n is None:
             o = self.owners.get(x)
+            self.looked.append((x, o))
             if o is not None and o.session != self.sid:
                 if x not in self.foreign:
                     self.foreign.append(x)
@@ -289,7 +284,7 @@ def _model_half(state: State, log: SessionLog, owned: list[tuple[str, Any]]) -> 
     # The session's pool IDs the index holds, whoever owns them now (a freed
     # ID may be owned by another session since): the next fresh one is the
     # lowest the index lacks. Such an entry changes only with this log or
-    # with an owned entry (``deps``), so the cached half stays true.
+    # with an owned entry (``deps``), so a cached segment stays true.
     out.append(sum(1 for x in seg.owners if x.startswith(prefix)))
     seg.run(state.runs.get(log.id))
     # Whom every ID belongs to, for good: the model judges a reuse of an ID
@@ -325,6 +320,7 @@ _SHADOW_SLOTS = (
     "cont",
     "last_step",
     "doorbell",
+    "doorbell_kept",
     "bg",
     "created_step",
 )
@@ -346,15 +342,16 @@ _TRACKER_OWNER_SLOTS = ("session", "type", "copied", "step", "freed")
 # The tracker's attributes (invariants/tracker.py) by how the key writes them:
 # what the tracker knows of the whole target, in the global part (:func:`_facts`);
 # its tables by ID and by session, into the segments (:func:`_monitor_halves`);
-# the policy (the same for a whole search) and the evidence-only step indexes,
-# left out (module docstring). Whatever else a tracker holds (it learnt
+# the policy (the same for a whole search), the evidence-only step indexes and
+# the copy-on-write bookkeeping (which objects it may change in place), left
+# out (module docstring). Whatever else a tracker holds (it learnt
 # something the writers were not told of) is written in full on its own, read
 # from the tracker itself: finer, never unsound, and cheap (when such an
 # attribute sent the whole monitor to the reflective writer instead, explore
 # g4 at depth 3 took over 5 minutes).
 _TRACKER_FACTS = ("step_limit", "features", "emits_exec", "emits_steps", "busy")
 _TRACKER_TABLES = ("sessions", "owners", "namespace", "lives", "open", "calls_by_id", "open_count")
-_TRACKER_LEFT_OUT = ("policy", "last_crash", "last_index")
+_TRACKER_LEFT_OUT = ("policy", "last_crash", "last_index", "mine", "mine_lives")
 _TRACKER_WRITTEN = frozenset((*_TRACKER_FACTS, *_TRACKER_TABLES, *_TRACKER_LEFT_OUT))
 _MONITOR_SLOTS = {
     "SessionShadow": _SHADOW_SLOTS,
@@ -453,6 +450,7 @@ def _shadow(seg: _Segment, sh: Any) -> None:
         seg.call(cont[1])
     out.append(sh.last_step)  # the model's step count, compared with + 1
     seg.step(sh.doorbell)
+    out.append(sh.doorbell_kept)
     out.append(len(sh.bg))
     for x, (r, at) in sh.bg.items():
         seg.ident(x)
@@ -630,41 +628,49 @@ class Key:
         self.tokens = tokens
 
 
-ModelCache = dict[tuple[int, int], tuple[SessionLog, Any, _Segment]]
+SegmentCache = dict[tuple[int, ...], tuple[list[Any], _Segment, list[Any], bytes, list[Any]]]
 
 
-def _model_segment(
-    state: State,
-    log: SessionLog,
-    owned: dict[str, list[tuple[str, Any]]] | None,
-    cache: ModelCache | None,
-) -> tuple[_Segment, dict[str, list[tuple[str, Any]]] | None]:
-    run = state.runs.get(log.id)
-    owners = state.store.owners
-    if cache is not None:
-        hit = cache.get((id(log), id(run)))
-        if hit is not None and hit[0] is log and hit[1] is run:
-            seg = hit[2]
-            if all(owners.get(x) is o for x, o in seg.deps):
-                seg = seg.fork()
-                seg.owners = owners
-                return seg, owned
-    if owned is None:
-        owned = {}
-        for x, o in owners.items():
-            owned.setdefault(o.session, []).append((x, o))
-    seg = _model_half(state, log, owned.get(log.id, []))
-    if cache is not None:
-        cache[(id(log), id(run))] = (log, run, seg)
-        seg = seg.fork()
-    return seg, owned
+class KeyCache:
+    """What :func:`compute` may reuse between the keys of one search's
+    neighbouring states (a node's children share every session but one):
+    each session's segment, finished and digested, by the identity of
+    everything it is written from (:func:`_segment_refs`). Sound because
+    what the key reads of those objects never changes in place: the model's
+    logs and runs are values, and the tracker copies a shadow or lifecycle
+    before it changes one (copy on write, ``invariants/tracker.py``). An
+    entry holds its objects, so that no other object can take their
+    identities, and checks the index entries its IDs were looked up in."""
+
+    __slots__ = ("segments",)
+
+    def __init__(self) -> None:
+        self.segments: SegmentCache = {}
+
+
+def _segment_refs(
+    state: State, sid: str, tracker: Any, parts: _MonitorParts, log: SessionLog | None
+) -> list[Any]:
+    """Everything a session's segment is written from, besides the index
+    entries its IDs are looked up in: its log and run, its shadow, its open
+    call and count, and its entries in the tracker's ID tables and in the
+    checkers' memory (:func:`_monitor_parts`)."""
+    refs = [log, state.runs.get(sid), tracker.sessions.get(sid)]
+    refs.extend((tracker.open.get(sid), tracker.open_count.get(sid)))
+    for table in parts:
+        entries = table.get(sid, ())
+        refs.append(len(entries))
+        for entry in entries:
+            refs.extend(entry)
+    return refs
 
 
 def compute(
-    state: State, monitor: Any, cache: ModelCache | None = None, keep_tokens: bool = False
+    state: State, monitor: Any, cache: KeyCache | None = None, keep_tokens: bool = False
 ) -> Key:
     """The merge key of a state and its monitor (module docstring)."""
     logs = state.store.sessions
+    owners = state.store.owners
     tracker = getattr(monitor, "tracker", None)
     if tracker is not None and (
         type(tracker).__name__ != "Tracker" or not _TRACKER_WRITTEN <= vars(tracker).keys()
@@ -672,27 +678,56 @@ def compute(
         tracker = None  # not the tracker the writers know: written in full
     shadows = tracker.sessions if tracker is not None else {}
     sids = sorted(set(logs) | set(shadows))
-    segments: dict[str, _Segment] = {}
-    owned: dict[str, list[tuple[str, Any]]] | None = None
-    for sid in sids:
-        log = logs.get(sid)
-        if log is None:
-            seg = _Segment(sid, state.store.owners)
-            seg.out.append("no log")
-        else:
-            seg, owned = _model_segment(state, log, owned, cache)
-        segments[sid] = seg
     full: list[tuple[str, Any]] = []  # (what, value) written in full in the global part
+    parts: _MonitorParts | None = None
     if tracker is not None:
-        _monitor_halves(state, monitor, tracker, segments, full)
+        parts = _monitor_parts(monitor, tracker, frozenset(sids), full)
         for n in sorted(vars(tracker).keys() - _TRACKER_WRITTEN):
             full.append((f"tracker.{n}", getattr(tracker, n)))
     elif monitor is not None:
         full.append(("monitor", monitor))
     if tracker is not None and getattr(monitor, "_finished", None) is not None:
         full.append(("finished", monitor._finished))
-    finished = {sid: seg.finish() for sid, seg in segments.items()}
-    digests = {sid: digest_of(tokens) for sid, tokens in finished.items()}
+    if cache is not None and tracker is not None:
+        tracker.share()  # what the cache holds by identity is never changed in place
+    segments: dict[str, _Segment] = {}
+    finished: dict[str, list[Any]] = {}
+    digests: dict[str, bytes] = {}
+    owned: dict[str, list[tuple[str, Any]]] | None = None
+    for sid in sids:
+        log = logs.get(sid)
+        slot: tuple[int, ...] | None = None
+        if cache is not None and parts is not None:
+            refs = _segment_refs(state, sid, tracker, parts, log)
+            slot = tuple(map(id, refs))
+            hit = cache.segments.get(slot)
+            if hit is not None:
+                for x, o in hit[4]:
+                    if owners.get(x) is not o:
+                        break
+                else:
+                    segments[sid], finished[sid], digests[sid] = hit[1], hit[2], hit[3]
+                    continue
+        if log is None:
+            seg = _Segment(sid, owners)
+            seg.out.append("no log")
+        else:
+            if owned is None:
+                owned = {}
+                for x, o in owners.items():
+                    owned.setdefault(o.session, []).append((x, o))
+            seg = _model_half(state, log, owned.get(sid, []))
+        if parts is not None:
+            written = len(full)
+            _monitor_half(seg, sid, log, tracker, parts, full)
+            if len(full) != written:
+                slot = None  # it wrote into the global part: not cached
+        segments[sid] = seg
+        written_out = finished[sid] = seg.finish()
+        digests[sid] = digest_of(written_out)
+        if slot is not None and cache is not None:
+            deps = [*seg.deps, *seg.looked]
+            cache.segments[slot] = (refs, seg, written_out, digests[sid], deps)
     order = sorted(sids, key=lambda s: digests[s])
     groups: list[list[str]] = []
     for sid in order:
@@ -794,17 +829,19 @@ _FULL_SKIP = frozenset(
 )
 
 
-def _monitor_halves(
-    state: State,
-    monitor: Any,
-    tracker: Any,
-    segments: dict[str, _Segment],
-    full: list[tuple[str, Any]],
-) -> None:
-    """Each session's part of the tracker and the checkers, into its segment;
+_Entries = dict[str, list[tuple[Any, ...]]]
+_MonitorParts = tuple[_Entries, _Entries, _Entries, _Entries, _Entries, _Entries]
+"""The tracker's and the checkers' entries by session: owners, namespace,
+lifecycles, calls by ID, checker memory by session and at session."""
+
+
+def _monitor_parts(
+    monitor: Any, tracker: Any, segments: frozenset[str], full: list[tuple[str, Any]]
+) -> _MonitorParts:
+    """The tracker's ID tables and the checkers' memory, each session's
+    entries apart (:func:`_monitor_half` writes them into its segment);
     what the writers do not know, into ``full``."""
-    logs = state.store.sessions
-    lives: dict[str, list[tuple[str, Any]]] = {}
+    lives: _Entries = {}
     for x, life in tracker.lives.items():
         if (
             _known(life, _LIFE_SLOTS)
@@ -814,19 +851,19 @@ def _monitor_halves(
             lives.setdefault(life.row.session, []).append((x, life))
         else:
             full.append(("life", (x, life)))
-    owners: dict[str, list[tuple[str, Any]]] = {}
+    owners: _Entries = {}
     for x, o in tracker.owners.items():
         if _known(o, _TRACKER_OWNER_SLOTS) and o.session in segments:
             owners.setdefault(o.session, []).append((x, o))
         else:
             full.append(("owner", (x, o)))
-    namespace: dict[str, list[tuple[str, Any]]] = {}
+    namespace: _Entries = {}
     for x, o in tracker.namespace.items():
         if _known(o, _TRACKER_OWNER_SLOTS) and o.session in segments:
             namespace.setdefault(o.session, []).append((x, o))
         else:
             full.append(("namespace", (x, o)))
-    calls: dict[str, list[tuple[str, Any]]] = {}
+    calls: _Entries = {}
     for x, c in tracker.calls_by_id.items():
         if c.session in segments:
             calls.setdefault(c.session, []).append((x, c))
@@ -838,8 +875,8 @@ def _monitor_halves(
     for sid in tracker.open_count:
         if sid not in segments:
             full.append(("open_count", (sid, tracker.open_count[sid])))
-    by_session: dict[str, list[tuple[str, Any]]] = {}
-    at_session: dict[str, list[tuple[str, str, Any]]] = {}
+    by_session: _Entries = {}
+    at_session: _Entries = {}
     plans = _PLANS
     for c in monitor.checkers:
         memory = vars(c)
@@ -858,44 +895,55 @@ def _monitor_halves(
                     at_session.setdefault(s, []).append((n, x, None))
                 continue
             full.append((f"{type(c).__name__}.{n}", v))
-    for sid, seg in segments.items():
-        out = seg.out
-        out.append("monitor")
-        log = logs.get(sid)
-        sh = tracker.sessions.get(sid)
-        # seq-contiguous's arithmetic, exactly
-        out.append(None if log is None else log.next_seq - (sh.last_seq if sh is not None else -1))
-        if sh is None:
-            out.append(None)
-        elif _known(sh, _SHADOW_SLOTS):
-            _shadow(seg, sh)
-        else:
-            out.append("shadow in full")
-            full.append((f"shadow {sid}", sh))  # pragma: no cover - a changed tracker
-        _id_entries(seg, "owners", owners.get(sid, []), _tracker_owner)
-        _id_entries(seg, "namespace", namespace.get(sid, []), _tracker_owner)
-        _id_entries(seg, "lives", lives.get(sid, []), _life)
-        out.append("open")
-        seg.call(tracker.open.get(sid))
-        out.append(tracker.open_count.get(sid))
-        _id_entries(seg, "calls", calls.get(sid, []), _Segment.call)
-        mine = by_session.get(sid)
-        if mine:
-            for n, x in sorted(mine, key=lambda e: e[0]):
-                out.append(n)
-                if n == "open_since":
-                    seg.step(x)
-                elif n == "floors" and type(x) is tuple and len(x) == 2:
-                    seg.seq(x[0])
-                    seg.step(x[1])
-                else:
-                    out.append(repr(x))
-        shown = at_session.get(sid)
-        if shown:
-            for n in sorted({e[0] for e in shown}):
-                out.append(n)
-                xs = [(x, None) for m, x, _ in shown if m == n]
-                _id_entries(seg, "at", xs, lambda s, v: None)
+    return owners, namespace, lives, calls, by_session, at_session
+
+
+def _monitor_half(
+    seg: _Segment,
+    sid: str,
+    log: SessionLog | None,
+    tracker: Any,
+    parts: _MonitorParts,
+    full: list[tuple[str, Any]],
+) -> None:
+    """A session's part of the tracker and the checkers, into its segment."""
+    owners, namespace, lives, calls, by_session, at_session = parts
+    out = seg.out
+    out.append("monitor")
+    sh = tracker.sessions.get(sid)
+    # seq-contiguous's arithmetic, exactly
+    out.append(None if log is None else log.next_seq - (sh.last_seq if sh is not None else -1))
+    if sh is None:
+        out.append(None)
+    elif _known(sh, _SHADOW_SLOTS):
+        _shadow(seg, sh)
+    else:
+        out.append("shadow in full")
+        full.append((f"shadow {sid}", sh))  # pragma: no cover - a changed tracker
+    _id_entries(seg, "owners", owners.get(sid, []), _tracker_owner)
+    _id_entries(seg, "namespace", namespace.get(sid, []), _tracker_owner)
+    _id_entries(seg, "lives", lives.get(sid, []), _life)
+    out.append("open")
+    seg.call(tracker.open.get(sid))
+    out.append(tracker.open_count.get(sid))
+    _id_entries(seg, "calls", calls.get(sid, []), _Segment.call)
+    mine = by_session.get(sid)
+    if mine:
+        for n, x in sorted(mine, key=lambda e: e[0]):
+            out.append(n)
+            if n == "open_since":
+                seg.step(x)
+            elif n == "floors" and type(x) is tuple and len(x) == 2:
+                seg.seq(x[0])
+                seg.step(x[1])
+            else:
+                out.append(repr(x))
+    shown = at_session.get(sid)
+    if shown:
+        for n in sorted({e[0] for e in shown}):
+            out.append(n)
+            xs = [(x, None) for m, x, _ in shown if m == n]
+            _id_entries(seg, "at", xs, lambda s, v: None)
 
 
 # --- the public forms ------------------------------------------------------------------

@@ -68,7 +68,7 @@ from ..invariants.monitor import MonitorFactory
 from ..model import Policy, State
 from ..sim.executor import open_executor, result
 from ..trace.record import Step
-from .canon import ModelCache, compute
+from .canon import KeyCache, compute
 from .coarse_keys import FormCache, model_key, state_key
 from .reduction import canonical, eligible, facts
 from .world import (
@@ -252,7 +252,7 @@ def _expand_chunk(
 
     replay = _Replay(level)
     copy_of = replay.copy
-    models: ModelCache = {}
+    models = KeyCache()
     forms: FormCache = {}
     local: set[Any] = set()
     out: list[_Record] = []

@@ -27,9 +27,12 @@ BROKEN = [
 ]
 
 
-def every_path(policy_name: str, sessions: int, depth: int) -> list[tuple[Any, bytes, int]]:
-    """Every path of at most ``depth`` operations (no merging; an error reply
-    is no new path): its state, its pickled monitor and its trace length."""
+def root(
+    policy_name: str, sessions: int
+) -> tuple[Any, Monitor, int, tuple[str, ...], frozenset[str]]:
+    """The world after hello and the creates, with the full alphabet: its
+    state, a monitor fed those steps, the trace length, the session names
+    and the families the target enables."""
     policy = PRESETS[policy_name]
     names = world.session_names(sessions)
     state, prefix, hello = world.start(policy, names, STEP_LIMIT)
@@ -37,7 +40,14 @@ def every_path(policy_name: str, sessions: int, depth: int) -> list[tuple[Any, b
     monitor = Monitor(policy, hello)
     for step in prefix:
         monitor.feed(step)
-    level = [(state, pickle.dumps(monitor), len(prefix))]
+    return state, monitor, len(prefix), names, enabled
+
+
+def every_path(policy_name: str, sessions: int, depth: int) -> list[tuple[Any, bytes, int]]:
+    """Every path of at most ``depth`` operations (no merging; an error reply
+    is no new path): its state, its pickled monitor and its trace length."""
+    state, monitor, length, names, enabled = root(policy_name, sessions)
+    level = [(state, pickle.dumps(monitor), length)]
     paths = list(level)
     for now in range(1, depth + 1):
         nxt = []

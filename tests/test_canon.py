@@ -29,7 +29,7 @@ from inboxsim.model import PRESETS
 from inboxsim.search import coarse_keys, world
 from inboxsim.search.canon import merge_key
 from inboxsim.sim.run import RunOptions, run_seed
-from tests.explore_helpers import STEP_LIMIT, every_path
+from tests.explore_helpers import STEP_LIMIT, every_path, root
 
 MEMBERS = 4
 
@@ -220,6 +220,58 @@ def test_a_monitor_clone_judges_on_its_own(policy_name: str) -> None:
             assert pickle.dumps(monitor) == before
             cloned += 1
     assert cloned >= 12
+
+
+def test_stateless_checkers_stay_stateless() -> None:
+    """A monitor's copies share its stateless checkers (no attribute but
+    the base's and ``step_scoped`` ones), decided once when it is made: fed
+    simulator traces, no such checker grows an attribute (memory the
+    copies would then share)."""
+    for policy_name in ("g4", "g2", "c", "b", "g5"):
+        policy = PRESETS[policy_name]
+        for seed in range(5):
+            trace = run_seed(seed, policy, RunOptions(ops=100)).trace
+            monitor = Monitor(policy, trace.header.hello)
+            stateless = {i: set(vars(c)) for i, c in enumerate(monitor.checkers) if c.stateless()}
+            assert len(stateless) > len(monitor.checkers) // 2
+            for step in trace.steps:
+                monitor.feed(step)
+            monitor.finish(True)
+            for i, names in stateless.items():
+                assert set(vars(monitor.checkers[i])) == names, type(monitor.checkers[i])
+
+
+@pytest.mark.parametrize("policy_name", ["g4", "g5"])
+def test_the_key_cache_changes_no_key(policy_name: str) -> None:
+    """The explorer computes keys with a cache shared by neighbouring
+    states (each session's segment by the identity of what it is written
+    from; the tracker copies on write). Over every path of two sessions to
+    depth 2, children made by ``Monitor.clone`` as the explorer makes them,
+    each key with the cache is the key of an independent copy without it."""
+    from inboxsim.search.canon import KeyCache, compute
+
+    state, monitor, length, names, enabled = root(policy_name, 2)
+    level = [(state, monitor, length)]
+    cache = KeyCache()
+    hits = 0
+    for now in (1, 2):
+        nxt = []
+        for source, parent, length in level:
+            for t in world.transitions(source, names, now, STEP_LIMIT, enabled, length):
+                if t.state is source:
+                    continue
+                child = parent.clone()
+                for step in t.steps:
+                    child.feed(step)
+                before = len(cache.segments)
+                cached = compute(t.state, child, cache)
+                hits += len(t.state.store.sessions) - (len(cache.segments) - before)
+                alone = pickle.loads(pickle.dumps((t.state, child)))
+                assert cached.digest == compute(*alone).digest
+                assert cached.names == compute(*alone).names
+                nxt.append((t.state, child, length + len(t.steps)))
+        level = nxt
+    assert hits > 100  # the cache was used
 
 
 def test_the_key_writers_know_the_classes_they_write() -> None:
