@@ -158,7 +158,14 @@ def _side(ref: str, commit: str, folder: Path) -> Side:
     return Side(f"{ref} ({commit[:7]})", python, _version(python))
 
 
+# Releases by name. A tag is not in every clone (a CI checkout or a fresh
+# clone of main may carry none), so the names the README's commands use are
+# written here with their commits; any other git ref is resolved by git.
+RELEASES = {"perf-base-0.2.0": "f6145d60fc5fa1418f27d17db77613e7c574833c"}
+
+
 def _commit(ref: str) -> str:
+    ref = RELEASES.get(ref, ref)
     done = subprocess.run(
         ["git", "-C", str(REPOSITORY), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
         capture_output=True,
