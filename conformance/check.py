@@ -167,6 +167,7 @@ def conformance(
                 report.totals["steps"] += outcome.steps
                 report.totals["kills"] += outcome.kills
                 report.totals["failpoint_crashes"] += outcome.failpoint_crashes
+                report.totals["mid_group_kills"] += outcome.mid_group_kills
             if outcome.item.verdict in SHRINKABLE:
                 failing.append((outcome.item, seed))
             exercised |= outcome.exercised

@@ -77,10 +77,16 @@ class ConformanceReport:
     policy: str
     items: list[Item] = field(default_factory=list)
     seconds: float = 0.0
-    # Over the seeds that ran to their end: steps, kills between requests
-    # (SIGKILL) and failpoint crashes (the adapter died at a ``crash_at``).
+    # Over the seeds that ran to their end: steps, kills (SIGKILL, between
+    # requests or with a group in flight: the latter also counted apart) and
+    # failpoint crashes (the adapter died at a ``crash_at``).
     totals: dict[str, int] = field(
-        default_factory=lambda: {"steps": 0, "kills": 0, "failpoint_crashes": 0}
+        default_factory=lambda: {
+            "steps": 0,
+            "kills": 0,
+            "mid_group_kills": 0,
+            "failpoint_crashes": 0,
+        }
     )
 
     @property
@@ -152,7 +158,8 @@ class ConformanceReport:
         if self.of("seed"):
             t = self.totals
             out.append(
-                f"seeded runs: {t['steps']} steps, {t['kills']} kills between requests, "
+                f"seeded runs: {t['steps']} steps, {t['kills']} kills "
+                f"({t['mid_group_kills']} mid-group), "
                 f"{t['failpoint_crashes']} failpoint crashes"
             )
         failures = [i for i in self.failures if i.kind in ("scenario", "seed")]

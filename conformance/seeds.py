@@ -63,8 +63,9 @@ class SeedOutcome:
     exercised: set[str]
     not_testable: dict[str, str]
     steps: int = 0
-    kills: int = 0  # SIGKILLs between requests (a run that ended; 0 otherwise)
+    kills: int = 0  # SIGKILLs (a run that ended; 0 otherwise), mid-group ones included
     failpoint_crashes: int = 0  # requests the adapter died in, at their crash_at
+    mid_group_kills: int = 0  # of ``kills``, those with a group's members in flight
     replies: list[str] = field(default_factory=list)  # the target's, normalized, in order
 
 
@@ -119,7 +120,7 @@ def _seed_once(run: SeedRun, seed: int, base: Path) -> SeedOutcome:
     started = time.perf_counter()
     violations: list[tuple[str, str]] = []
     exercised: set[str] = set()
-    steps = kills = crashes = requests = 0
+    steps = kills = crashes = mid_group = requests = 0
     error: ProtocolError | None = None
     try:
         options = RunOptions(ops=run.ops, only_expected=True, concurrency=run.concurrency)
@@ -164,7 +165,9 @@ def _seed_once(run: SeedRun, seed: int, base: Path) -> SeedOutcome:
     item.seconds = time.perf_counter() - started
     item.steps = requests
     replies = [r for lock in lockstep.made for r in lock.replies]
-    return SeedOutcome(item, violations, exercised, not_testable, steps, kills, crashes, replies)
+    return SeedOutcome(
+        item, violations, exercised, not_testable, steps, kills, crashes, mid_group, replies
+    )
 
 
 # --- seeds in worker processes ----------------------------------------------------
