@@ -54,7 +54,11 @@ tells apart (a doorbell one order rang and another did not). Each is carried
 (:class:`Carried`: the model's state and both sides' normalizers as of it);
 every later step is compared from each, the ends it cannot follow are
 dropped, and it diverges only when none follows (the first end's difference
-is reported). The steps the caller gets follow the first end's order.
+is reported). The steps the caller gets follow the first end's order; where
+the target judges the run (:meth:`LockstepTarget.judging`), each end has its
+own copy of the checkers, the steps follow the first end whose order they
+accept, an end whose checkers fire is dropped, and a violation is reported
+only when every end's checkers fire.
 
 **Events are not compared**, neither payloads nor types: the contract does
 not list them among the compared things, and the protocol says event types an
