@@ -177,3 +177,46 @@ def test_the_real_checkers_judge_every_legal_order_and_name_the_invariant() -> N
     assert {v.invariant for v in run.found} == {"concurrent-retry", "retry-same-receipt"}
     for v in run.found:
         assert "every one of the 2 legal orders of the group at step 3" in v.message
+
+
+class Remembering(Scripted):
+    """A scripted rule with memory: after a busy interrupt in a group, the
+    next request outside a group breaks it (a checker whose verdict on a
+    later step depends on the order a group was judged along)."""
+
+    always = False
+
+    def feed(self, step: Step) -> list[Violation]:
+        found = Monitor.feed(self, step)
+        if _busy_interrupt(step) or (type(self).always and isinstance(step.request, Interrupt)):
+            self.__dict__["owed"] = True
+        elif self.__dict__.get("owed") and group_of(step.decision) is None:
+            found.append(Violation(RULE, (step.index,), f"the rule rejects step {step.index}"))
+        return found
+
+    def clone(self) -> Monitor:
+        copy = super().clone()
+        if "owed" in self.__dict__:
+            copy.__dict__["owed"] = self.__dict__["owed"]
+        return copy
+
+
+class RememberingAlways(Remembering):
+    always = True
+
+
+def test_a_later_step_drops_the_ends_whose_checkers_fire_and_holds_on_another() -> None:
+    run = _drive(Remembering)
+    assert run.found == [] and _interrupt_busy(run.steps)  # both orders pass the group
+    assert len(run.lock.others) == 1
+    run.request(Create(4, session="s2"))
+    assert run.found == []  # the first end's checkers fire; the other's do not
+    assert not run.lock.others
+
+
+def test_a_later_step_is_violated_when_every_end_s_checkers_fire() -> None:
+    run = _drive(RememberingAlways)
+    assert run.found == [] and len(run.lock.others) == 1
+    run.request(Create(4, session="s2"))
+    (v,) = run.found
+    assert v.invariant == RULE and "each of the 2 legal ends carried" in v.message
