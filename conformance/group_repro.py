@@ -93,6 +93,9 @@ class Taped:
         self._tape(ops, schedule, crash_at)
         return self.lock.group_steps(ops, schedule, crash_at)
 
+    def judging(self, monitor: Any) -> Any:
+        return self.lock.judging(monitor)
+
     def kill(self) -> Observed:
         self.tables.append({"kill": True})
         return self.lock.kill()

@@ -278,8 +278,9 @@ def _request(op: Op, outcome: Mapping[str, Any] | None) -> Request:
     )
 
 
-def moves_of(verdict: Legal) -> list[int | RunnerStep | Cut]:
-    """The legal order's moves as ``group_members`` replays them: a request
+def moves_of(verdict: Legal | End) -> list[int | RunnerStep | Cut]:
+    """A legal order's moves (a verdict's, or one of its ends') as
+    ``group_members`` replays them: a request
     by its index, a runner transition, the one cut at the kill's failpoint;
     the kill itself left out (the caller records it)."""
     moves: list[int | RunnerStep | Cut] = []

@@ -172,10 +172,13 @@ class DeadEnd:
 @dataclass(frozen=True)
 class End:
     """Where a legal order leaves the model: its state, and the target's ID
-    for every model ID generated so far (the group's ``ids`` and its own)."""
+    for every model ID generated so far (the group's ``ids`` and its own);
+    ``order``: the legal order that led there (lockstep judges the target's
+    trace along it when the checkers reject the first end's)."""
 
     state: State
     ids: Mapping[str, str]
+    order: tuple[Move, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -377,7 +380,7 @@ def _search(
     except Mismatch:
         return None
     parted = tuple(r for r, _ in parts)
-    first = End(state, {**group.ids, **match.ids})
+    first = End(state, {**group.ids, **match.ids}, order)
     every = _ends(group, start, orders, others, first) if ends else (first,)
     return Legal(order, state, {**match.ids}, parted, explored, every)
 
@@ -402,7 +405,7 @@ def _ends(
                 state, match = _follow(group, merged, start)
             except Mismatch:  # the parts matched times apart: not this combination
                 continue
-            end = End(state, {**group.ids, **match.ids})
+            end = End(state, {**group.ids, **match.ids}, merged)
             ends.setdefault(end_key(end), end)
     return tuple(ends.values())
 

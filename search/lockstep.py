@@ -54,7 +54,11 @@ tells apart (a doorbell one order rang and another did not). Each is carried
 (:class:`Carried`: the model's state and both sides' normalizers as of it);
 every later step is compared from each, the ends it cannot follow are
 dropped, and it diverges only when none follows (the first end's difference
-is reported). The steps the caller gets follow the first end's order.
+is reported). The steps the caller gets follow the first end's order; where
+the target judges the run (:meth:`LockstepTarget.judging`), each end has its
+own copy of the checkers, the steps follow the first end whose order they
+accept, an end whose checkers fire is dropped, and a violation is reported
+only when every end's checkers fire.
 
 **Events are not compared**, neither payloads nor types: the contract does
 not list them among the compared things, and the protocol says event types an
@@ -74,6 +78,7 @@ testable; sending one anyway raises :class:`NotTestable` (recorded too).
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
@@ -81,9 +86,19 @@ from typing import Any, NamedTuple
 from ..errors import HarnessError
 from ..model import Event, Hello, Ok, Op, Receipt, Reply, State
 from ..sim.workload import NO_METADATA
-from ..targets.group import GroupSteps, Member
+from ..targets.group import GroupReply, GroupSteps, Member
 from ..targets.target import ModelTarget, Target, group_members, observe
-from ..trace.record import NOTHING, MessageView, Observed, PendingView, observed_wire, reply_wire
+from ..trace.record import (
+    NOTHING,
+    MessageView,
+    Observed,
+    PendingView,
+    Step,
+    group_of,
+    observed_wire,
+    reply_wire,
+)
+from . import canon
 from .divergence import Divergence, NotLinearizable, request_line
 from .groups import history, moves_of, renamed
 from .history import Group, Msg, Row, Shown
@@ -137,16 +152,22 @@ class Carried:
     state: State | None  # None: the model is not in process (no groups)
     m: Side
     t: Side
+    # The checkers along this end's orders, where the lockstep target judges
+    # (:meth:`LockstepTarget.judging`); None where its caller judges alone.
+    monitor: Any = None
 
     def key(self) -> tuple[Any, ...]:
         """What of this end a later comparison can tell apart from another:
         the model's pending rows, transcripts, ID owners, staged reverts and
         runner work, each generated ID by its label; not what none reads (the
-        log's runner events and seqs, the ID counter). Ends alike in it are
-        one: carrying both could only ever keep both."""
+        log's runner events and seqs, the ID counter); and, where the end has
+        its own checkers, everything of theirs a later verdict reads (the
+        explorer's merge key of the model and the monitor, ``canon``). Ends
+        alike in it are one: carrying both could only ever keep both."""
         state, name = self.state, self.m.label
         if state is None:
             return ()
+        judged = () if self.monitor is None else (canon.compute(state, self.monitor).digest,)
 
         def n(ident: str | None) -> str | None:
             return None if ident is None else name.get(ident, ident)
@@ -175,7 +196,7 @@ class Carried:
             (sid, w._replace(batch=tuple(n(x) or "" for x in w.batch)))
             for sid, w in sorted(state.work.items())
         )
-        return sessions, owners, runs, work, state.wakes, state.step_limit
+        return sessions, owners, runs, work, state.wakes, state.step_limit, judged
 
 
 def _receipt(r: Receipt | None, n: Callable[[str | None], str | None]) -> tuple[Any, ...]:
@@ -248,6 +269,13 @@ class LockstepTarget:
         self._hello_seen = False
         # The other legal ends carried, the first compared with aside (Carried).
         self.others: list[Carried] = []
+        # The checkers along the end compared with, where this target judges
+        # (``judging``); each other end carried has its own copy.
+        self.monitor: Any = None
+        self._next = 0  # the index of the next trace step to judge
+        # A group's steps, judged along each end when it was served: each
+        # with the violations to report when the run records it.
+        self._prejudged: deque[tuple[Step, list[Any]]] = deque()
 
     # --- features ---------------------------------------------------------
 
@@ -342,10 +370,10 @@ class LockstepTarget:
         legal = [j for j in judged if isinstance(j.verdict, Legal)]
         chosen = legal[0] if legal else judged[0]
         self._take(chosen.end)
-        self.others = self._carry(legal)
+        carried = self._carry(legal)
+        self.others = [c for c, _, _ in carried]
         model_ops, group, verdict, ids = chosen.ops, chosen.group, chosen.verdict, chosen.ids
         before = model.state
-        pending_before, transcript_before = chosen.pending, chosen.transcript
         replies = [group_reply(o) for o in served.outcomes]
         self.steps += 1
         if not isinstance(verdict, Legal):
@@ -367,9 +395,8 @@ class LockstepTarget:
                 self.model.name,
             )
             return GroupSteps(members, served.pauses, failure)
-        order = moves_of(verdict)
         now = max(op.now for op in ops)
-        steps, state = group_members(before, model_ops, order, now, busy_end=killed)
+        steps, state = group_members(before, model_ops, moves_of(verdict), now, busy_end=killed)
         model.state = verdict.state if killed else state
         for m_id, t_id in verdict.ids.items():  # both sides name the new IDs alike from now on
             if t_id not in self.t.label and m_id not in self.m.label:
@@ -378,8 +405,39 @@ class LockstepTarget:
         self.replies.extend(member_said(o, self.t.label) for o in served.outcomes)
         m_obs = observe(before, model.state, tuple(e for s in steps for e in s.observed.events))
         self.m.absorb(m_obs)
-        if self.others:  # the ends alike to the one compared with, or to each other, are one
-            self.others = distinct([Carried(model.state, self.m, self.t), *self.others])[1:]
+        names = {**ids, **verdict.ids}
+        along = self._along(chosen, names, steps, self.t, replies, t_obs, served, killed)
+        if self.monitor is None or not self.others:
+            if self.others:  # the ends alike to the one compared with, or to each other, are one
+                self.others = distinct([Carried(model.state, self.m, self.t), *self.others])[1:]
+            return along
+        # Judging along the ends (``judging``): each legal end's order is
+        # judged by its own copy of the checkers before the steps go back.
+        first = Carried(model.state, self.m, self.t, chosen.end.monitor)
+        candidates = [(first, along)]
+        for c, j, end in carried:
+            assert j.end.state is not None  # carried only with the model in process
+            end_steps, _ = group_members(j.end.state, j.ops, moves_of(end), now, busy_end=killed)
+            names = {**j.ids, **end.ids}
+            c.monitor = j.end.monitor
+            candidates.append(
+                (c, self._along(j, names, end_steps, c.t, replies, t_obs, served, killed))
+            )
+        return self._prejudge(candidates, ops, crash_at)
+
+    def _along(
+        self,
+        judged: Judged,
+        names: dict[str, str],
+        steps: Sequence[Member],
+        t: Side,
+        replies: Sequence[Reply],
+        t_obs: Observed,
+        served: GroupReply,
+        killed: bool,
+    ) -> GroupSteps:
+        """The group's trace steps along one legal end's order (``steps``:
+        the model's members along it), the target's side ``t`` as of that end."""
         # The target shows nothing between a group's requests: each member
         # carries the target's own events, cut where the model's order puts
         # each folded event (the search matched those one for one, in order);
@@ -394,7 +452,6 @@ class LockstepTarget:
         # leading error, a read), is not busy: a request after it starts from
         # an idle runner, as it would alone.
         placed = place_events(t_obs.events, [m.observed.events for m in steps])
-        names = {**ids, **verdict.ids}
         members = []
         so_far: list[Event] = []
         ours: list[Event] = []
@@ -403,9 +460,9 @@ class LockstepTarget:
             ours.extend(member.observed.events)
             lags = k < len(steps) - 1 and not abreast(so_far, ours)
             if k == len(steps) - 1 and not killed:  # the target's own views after the group
-                obs = self._shown(Observed(tuple(placed[k])))
+                obs = _shown(Observed(tuple(placed[k])), t)
             else:  # the model's, each row and message as the target shows it
-                rows, msgs = rows_and_messages(pending_before, transcript_before, self.t, so_far)
+                rows, msgs = rows_and_messages(judged.pending, judged.transcript, t, so_far)
                 shown = renamed(member.observed, names)
                 obs = Observed(
                     tuple(placed[k]),
@@ -428,17 +485,12 @@ class LockstepTarget:
                 )
             )
         if killed:  # the kill's own step: what the restarted target shows
-            return GroupSteps(members, served.pauses, kill=self._shown(NOTHING))
+            return GroupSteps(members, served.pauses, kill=_shown(NOTHING, t))
         return GroupSteps(members, served.pauses)
 
     def _shown(self, observed: Observed) -> Observed:
         """``observed``'s events with every view the target shows now."""
-        return Observed(
-            observed.events,
-            tuple((sid, self.t.pending[sid]) for sid in sorted(self.t.pending)),
-            tuple((sid, self.t.transcript[sid]) for sid in sorted(self.t.transcript)),
-            self.t.calls,
-        )
+        return _shown(observed, self.t)
 
     def _judge(
         self,
@@ -477,30 +529,38 @@ class LockstepTarget:
         group = history(end.state, model_ops, outcomes, after, ids, killed)
         return Judged(end, model_ops, pending, transcript, ids, group, linearize(group, ends=True))
 
-    def _carry(self, legal: Sequence[Judged]) -> list[Carried]:
+    def _carry(self, legal: Sequence[Judged]) -> list[tuple[Carried, Judged, End]]:
         """The legal ends to carry beside the first legal judgement's first
         (at most ``ENDS`` in all): each with its sides as of that end, its new
-        IDs named alike on both."""
+        IDs named alike on both; with the judgement and the end it came from.
+        Ends alike in state and IDs reached from two earlier ends are one,
+        unless the checkers judge along the ends: each earlier end's checkers
+        have their own memory, so both go on (until :func:`distinct`)."""
         every = [
             (j, end)
             for j in legal
             if isinstance(j.verdict, Legal)
             for end in j.verdict.ends or (End(j.verdict.state, j.verdict.ids),)
         ]
-        seen = {end_key(every[0][1])} if every else set()  # the end compared with
-        carried: list[Carried] = []
+        judging = self.monitor is not None
+
+        def key(j: Judged, end: End) -> tuple[Any, ...]:
+            return (id(j), end_key(end)) if judging else end_key(end)
+
+        seen = {key(*every[0])} if every else set()  # the end compared with
+        carried: list[tuple[Carried, Judged, End]] = []
         for j, end in every[1:]:
-            key = end_key(end)
-            if key in seen or j.end.state is None:
+            k = key(j, end)
+            if k in seen or j.end.state is None:
                 continue
-            seen.add(key)
+            seen.add(k)
             m, t = j.end.m.copy(), j.end.t.copy()
             for m_id, t_id in end.ids.items():
                 if t_id not in t.label and m_id not in m.label:
                     m.id(m_id)
                     t.id(t_id)
             m.absorb(observe(j.end.state, end.state, ()))
-            carried.append(Carried(end.state, m, t))
+            carried.append((Carried(end.state, m, t), j, end))
         return carried[: ENDS - 1]
 
     def kill(self) -> Observed:
@@ -514,18 +574,119 @@ class LockstepTarget:
         self._follow(ends, answers, None, None, None, t_obs)
         return t_obs
 
+    # --- the checkers along the legal ends ---------------------------------------
+
+    def judging(self, monitor: Any) -> Any:
+        """Judge the run's trace with ``monitor`` along every legal end
+        carried (``docs/cli.md``, "Lockstep: what conformance compares"):
+        what the run feeds its monitor from now on. Each end has its own copy
+        of the checkers; a group's steps are judged along each end's order
+        before they go back (the first end whose order the checkers accept is
+        the one returned and compared with), every other step by each end's
+        copy; an end whose checkers fire is dropped, as one a comparison
+        cannot follow, and a violation is reported only when every end's
+        checkers fire (the first end's). A monitor that cannot be copied
+        (no ``clone``) judges the first end's order alone, as it is."""
+        if not callable(getattr(monitor, "clone", None)):
+            return monitor
+        self.monitor = monitor
+        return EndChecks(self)
+
+    def judge(self, step: Step) -> list[Any]:
+        """The violations the run's step ``step`` reveals along every end."""
+        self._next = step.index + 1
+        if self._prejudged:  # a group's step, judged when the group was served
+            pre, found = self._prejudged.popleft()
+            same = (pre.index, pre.request, pre.reply, pre.observed) == (
+                step.index,
+                step.request,
+                step.reply,
+                step.observed,
+            )
+            if not same or group_of(pre.decision) != group_of(step.decision):
+                raise HarnessError(
+                    f"step {step.index} is not the group's step {pre.index} "
+                    "judged along its legal ends"
+                )
+            return found
+        ends = self._ends()
+        if len(ends) == 1:
+            alone: list[Any] = self.monitor.feed(step)
+            return alone
+        founds = [end.monitor.feed(step) for end in ends]
+        kept = [end for end, f in zip(ends, founds, strict=True) if not f]
+        if not kept:
+            return _every_end(founds[0], f"each of the {len(ends)} legal ends carried")
+        self._take(kept[0])
+        self.others = kept[1:]
+        return []
+
+    def finish_checks(self, liveness: bool) -> list[Any]:
+        """The run's end judged along every end: the first that holds, or the
+        first end's violations when none does."""
+        ends = self._ends()
+        founds = [end.monitor.finish(liveness) for end in ends]
+        for end, found in zip(ends, founds, strict=True):
+            if not found:
+                self._take(end)
+                self.others = []
+                return []
+        if len(ends) == 1:
+            return list(founds[0])
+        return _every_end(founds[0], f"each of the {len(ends)} legal ends carried")
+
+    def _prejudge(
+        self,
+        candidates: Sequence[tuple[Carried, GroupSteps]],
+        ops: Sequence[Op],
+        crash_at: Sequence[str | None],
+    ) -> GroupSteps:
+        """A group's steps along each legal end, judged by a copy of the
+        checkers of the end it came from, in the search's order: the first
+        end the checkers accept is compared with and its steps go back, the
+        others they accept are carried, those they reject dropped. When they
+        reject every end, the first end's steps go back with its violations."""
+        first = self._next
+        kept: list[tuple[Carried, GroupSteps, list[Step]]] = []
+        rejected: list[tuple[Step, list[Any]]] = []
+        for k, (end, along) in enumerate(candidates):
+            end.monitor = end.monitor.clone()
+            steps = along.steps(first, "", ops, crash_at)
+            judged = []
+            for step in steps:
+                found = end.monitor.feed(step)
+                judged.append((step, found))
+                if found:
+                    break
+            if not judged or not judged[-1][1]:
+                kept.append((end, along, steps))
+            elif k == 0:
+                rejected = judged
+        if not kept:
+            end, along = candidates[0]
+            self._take(end)
+            self.others = []
+            why = f"every one of the {len(candidates)} legal orders of the group at step {first}"
+            self._prejudged = deque((step, _every_end(found, why)) for step, found in rejected)
+            return along
+        end, along, steps = kept[0]
+        self._take(end)
+        self.others = distinct([c for c, _, _ in kept])[1:]
+        self._prejudged = deque((step, []) for step in steps)
+        return along
+
     # --- the legal ends carried -------------------------------------------------
 
     def _ends(self) -> list[Carried]:
         """The legal end compared with, then the others carried."""
-        return [Carried(self._state(), self.m, self.t), *self.others]
+        return [Carried(self._state(), self.m, self.t, self.monitor), *self.others]
 
     def _state(self) -> State | None:
         return self.model.state if isinstance(self.model, ModelTarget) else None
 
     def _take(self, end: Carried) -> None:
         """Compare from ``end`` from now on."""
-        self.m, self.t = end.m, end.t
+        self.m, self.t, self.monitor = end.m, end.t, end.monitor
         if end.state is not None and isinstance(self.model, ModelTarget):
             self.model.state = end.state
 
@@ -706,6 +867,48 @@ class LockstepTarget:
             del self.history[0]
 
 
+def _every_end(found: Sequence[Any], judged: str) -> list[Any]:
+    """The first end's violations, saying that every end was judged."""
+    return [
+        replace(
+            v,
+            message=f"{v.message} (judged along {judged}: the checkers reject each; "
+            "this is the first's violation)",
+        )
+        for v in found
+    ]
+
+
+class EndChecks:
+    """The run's monitor where a lockstep target judges along its legal ends
+    (:meth:`LockstepTarget.judging`)."""
+
+    def __init__(self, lock: LockstepTarget) -> None:
+        self._lock = lock
+
+    @property
+    def exercised(self) -> set[str]:
+        """The invariants exercised along the end compared with."""
+        found: set[str] = self._lock.monitor.exercised
+        return found
+
+    def feed(self, step: Step) -> list[Any]:
+        return self._lock.judge(step)
+
+    def finish(self, liveness: bool) -> list[Any]:
+        return self._lock.finish_checks(liveness)
+
+
+def _shown(observed: Observed, t: Side) -> Observed:
+    """``observed``'s events with every view the target's side ``t`` shows."""
+    return Observed(
+        observed.events,
+        tuple((sid, t.pending[sid]) for sid in sorted(t.pending)),
+        tuple((sid, t.transcript[sid]) for sid in sorted(t.transcript)),
+        t.calls,
+    )
+
+
 def _raw(reply: Reply | None, observed: Observed) -> dict[str, Any]:
     doc: dict[str, Any] = {}
     if reply is not None:
@@ -718,6 +921,7 @@ def _raw(reply: Reply | None, observed: Observed) -> dict[str, Any]:
 
 
 __all__ = [
+    "EndChecks",
     "LockstepTarget",
     "NotTestable",
     "needs",

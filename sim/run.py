@@ -196,7 +196,8 @@ def run(
     header = TraceHeader(
         seed, policy.name, driven.name, hello_result, version or __version__, options.to_dict()
     )
-    rec = _Recorder(monitor(policy, hello_result))
+    checks = monitor(policy, hello_result)  # a lockstep target judges along its legal ends
+    rec = _Recorder(driven.judging(checks) if hasattr(driven, "judging") else checks)
     stopped = rec.add("safety", "hello", hello, None, reply, observed)
     now = 0
     if not stopped:

@@ -47,7 +47,7 @@ from ..model import (
     enabled,
     request,
 )
-from ..trace.record import Observed
+from ..trace.record import Observed, Step, StepKind, group_label, unseen
 
 PAUSE_POINTS = ("request", "runner")  # what the model adapter declares in hello
 
@@ -90,6 +90,32 @@ class GroupSteps(NamedTuple):
     # or a target's members in flight: ``trace.record.UNSEEN``): the kill's
     # own step (no request), with what the target showed after its restart.
     kill: Observed | None = None
+
+    def steps(
+        self, first: int, race: str, ops: Sequence[Op], crash_at: Sequence[str | None] = ()
+    ) -> list[Step]:
+        """The trace steps a run records for the group, the first at index
+        ``first``: each member (a member in flight that took effect with its
+        failpoint), the member that died in its admission, the kill's own
+        step (what ``sim.run`` records, step by step, stopping at a violation)."""
+        out: list[Step] = []
+
+        def add(decision: str, op: Op | None, point: str | None, reply: Any, obs: Observed) -> None:
+            kind: StepKind = "request" if op is not None else "crash"
+            out.append(Step(first + len(out), "safety", kind, decision, op, point, reply, obs))
+
+        def point(k: int) -> str | None:
+            return crash_at[k] if k < len(crash_at) else None
+
+        for m in self.members:
+            at = point(m.position) if unseen(m.reply) else None
+            add(group_label(first, race, m.busy), ops[m.position], at, m.reply, m.observed)
+        if self.crash is not None:
+            c = self.crash
+            add(group_label(first, race), ops[c.position], point(c.position), c.reply, c.observed)
+        if self.kill is not None:
+            add(group_label(first, race), None, None, None, self.kill)
+        return out
 
 
 class Cut(NamedTuple):
