@@ -21,9 +21,10 @@ the same start-up and neither shares a cache with the other.
   marks a finished build).
 - **What a measurement holds.** The script's own JSON (its last line of
   output), the wall time, the CPU time of the subprocess and every worker it
-  waited for (``RUSAGE_CHILDREN``), and the load average before and after:
-  on a shared machine the CPU time is what the work cost, the wall time an
-  upper bound.
+  waited for (``wait4``), and the load average before and after: on a shared
+  machine the CPU time is what the work cost, the wall time an upper bound.
+  ``Side.start`` runs sides at once (each one's CPU time is still its own):
+  both then run under the same load.
 
 Use from a benchmark::
 
@@ -38,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -84,27 +84,57 @@ class Side:
         """Run ``script`` (Python source) with ``args`` as JSON in ``sys.argv[1]``;
         its last line of standard output is its JSON result. Standard error
         (progress) goes to this process's."""
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return self.start(script, args, cwd).wait()
+
+    def start(self, script: str, args: dict[str, Any], cwd: str | None = None) -> Running:
+        """:meth:`run` started, not waited for: several sides may run at once
+        (each one's CPU time is its own, read when it is waited for)."""
+        output = tempfile.TemporaryFile(mode="w+")
         load_before = os.getloadavg()
         started = time.perf_counter()
-        done = subprocess.run(
+        process = subprocess.Popen(
             [self.python, "-I", "-c", script, json.dumps(args)],
-            stdout=subprocess.PIPE,
+            stdout=output,
             text=True,
             cwd=cwd or tempfile.gettempdir(),
-            check=False,
         )
-        wall = time.perf_counter() - started
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if done.returncode != 0:
-            raise SystemExit(f"{self.label}: the measuring script exited {done.returncode}")
-        lines = done.stdout.strip().splitlines()
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return Running(self, process, output, started, load_before)
+
+
+@dataclass
+class Running:
+    """A measuring script started on one side (:meth:`Side.start`)."""
+
+    side: Side
+    process: subprocess.Popen[str]
+    output: Any  # the script's standard output, a temporary file
+    started: float
+    load_before: tuple[float, float, float]
+
+    def wait(self) -> Measured:
+        """Its measurement, once it has exited: the CPU time is this child's
+        and the workers it waited for (``wait4``), whatever else runs."""
+        _, status, usage = os.wait4(self.process.pid, 0)
+        wall = time.perf_counter() - self.started
+        self.process.returncode = code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            raise SystemExit(f"{self.side.label}: the measuring script exited {code}")
+        self.output.seek(0)
+        lines = self.output.read().strip().splitlines()
+        self.output.close()
+        cpu = usage.ru_utime + usage.ru_stime
         measured = Measured(
-            self.label, json.loads(lines[-1]), wall, cpu, load_before, os.getloadavg()
+            self.side.label, json.loads(lines[-1]), wall, cpu, self.load_before, os.getloadavg()
         )
-        self.runs.append(measured)
+        self.side.runs.append(measured)
         return measured
+
+    def stop(self) -> None:
+        """Kill it unless it was waited for (another side failed, or Ctrl-C)."""
+        if self.process.returncode is None:
+            self.process.kill()
+            self.process.wait()
+            self.output.close()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -22,11 +22,14 @@ REF names, built in its own virtual environment (``benchmarks/baseline.py``),
 one after the other in one run, and prints keys, judged and slept
 transitions, search, wall and CPU time with the load, and the ratios.
 ``--no-reduce`` turns the sleep sets off (the same keys, every transition
-judged).
+judged). ``--concurrent`` runs the two sides at the same time instead, each
+in its own process (on a shared machine both then meet the same load; each
+side's CPU time is its own): for searches that take long enough for the
+load to change between one side and the other.
 
     python benchmarks/bench_explore.py [--sessions 2] [--depth 6] [--pool 2] [--alphabet LIST]
         [--merge sound|log|fold] [--jobs N] [--model-states] [--no-reduce]
-        [--base REF [--base-keep DIR]]
+        [--base REF [--base-keep DIR] [--concurrent]]
 """
 
 from __future__ import annotations
@@ -99,7 +102,14 @@ def main() -> int:
     )
     parser.add_argument("--pool", type=int, default=world.POOL, help="fresh input IDs per session")
     baseline.add_arguments(parser)
+    parser.add_argument(
+        "--concurrent",
+        action="store_true",
+        help="with --base: run both sides at the same time (the same load for both)",
+    )
     args = parser.parse_args()
+    if args.concurrent and not args.base:
+        parser.error("--concurrent compares two sides: it needs --base REF")
     if args.model_states:
         return _model_states(args)
     if args.base:
@@ -187,12 +197,28 @@ def _side_by_side(args: argparse.Namespace) -> int:
         "jobs": args.jobs,
         "pool": args.pool,
     }
-    print(f"bound: {bound}; machine load before: {os.getloadavg()[0]:.1f}", flush=True)
+    how = "at the same time" if args.concurrent else "one after the other"
+    print(
+        f"bound: {bound}; the two sides {how}; machine load before: {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     with baseline.sides(args) as (new, old):
         measured = {}
+        if args.concurrent:
+            print(f"{new.label} and {old.label} ...", file=sys.stderr, flush=True)
+            running = [side.start(SCRIPT, bound) for side in (new, old)]
+            try:
+                for side, run in zip((new, old), running, strict=True):
+                    measured[side.label] = run.wait()
+            finally:
+                for run in running:
+                    run.stop()  # no orphan when one side failed or on Ctrl-C
+        else:
+            for side in (new, old):
+                print(f"{side.label} (inboxsim {side.version}) ...", file=sys.stderr, flush=True)
+                measured[side.label] = side.run(SCRIPT, bound)
         for side in (new, old):
-            print(f"{side.label} (inboxsim {side.version}) ...", file=sys.stderr, flush=True)
-            m = measured[side.label] = side.run(SCRIPT, bound)
+            m = measured[side.label]
             r = m.result
             print(
                 f"{side.label:<32} inboxsim {side.version:<8} keys {r['states']:>9,} "

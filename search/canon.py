@@ -380,6 +380,16 @@ _EMPTY_BETWEEN_STEPS = {
 }
 """Checker memory that each step empties before it ends: nothing when empty,
 written in full otherwise."""
+_IDLE_OUTSIDE_GROUPS: dict[tuple[str, str], Any] = {
+    ("ConcurrentRetryChecker", "group"): -1,
+    ("ConcurrentRetryChecker", "inputs"): set(),
+    ("ConcurrentRetryChecker", "replies"): {},
+    ("ConcurrentRetryChecker", "admitted"): {},
+}
+"""Checker memory of a concurrent group, holding these values (the checker's
+own initial ones) until a group starts, which no explorer path does: nothing
+when equal to them, written in full otherwise. (Written in full on every key,
+they were a tenth of the key's cost.)"""
 
 
 def _row(seg: _Segment, r: Any) -> None:
@@ -556,22 +566,40 @@ def _attributes(o: Any) -> list[str]:
     return [n for n in names if n != "__weakref__"]
 
 
-_KNOWN: dict[tuple[type, int], bool] = {}
+_KNOWN: dict[tuple[str, ...], dict[type, bool]] = {}
 
 
 def _known(o: Any, slots: tuple[str, ...]) -> bool:
     """Has this object exactly the attributes its writer knows? (Asked once
     per class: the writers' classes are slotted.)"""
     cls = type(o)
-    found = _KNOWN.get((cls, id(slots)))
+    answers = _answers(slots)
+    found = answers.get(cls)
     if found is None:
-        found = _KNOWN[(cls, id(slots))] = tuple(_attributes(o)) == slots
+        found = answers[cls] = tuple(_attributes(o)) == slots
     return found
 
 
+def _answers(slots: tuple[str, ...]) -> dict[type, bool]:
+    """What :func:`_known` answered so far for these attributes, by class:
+    a table's entries are checked by one lookup each (``answers.get(type(o))
+    or _known(o, slots)``)."""
+    answers = _KNOWN.get(slots)
+    if answers is None:
+        answers = _KNOWN[slots] = {}
+    return answers
+
+
 # How the key writes a checker's memory, per attribute (:func:`_memory_plan`).
-_SKIP, _EMPTY, _SESSIONS, _AT, _WHOLE = range(5)
+_SKIP, _EMPTY, _SESSIONS, _AT, _WHOLE, _IDLE = range(6)
 _PLANS: dict[type, tuple[int, tuple[tuple[str, int], ...]]] = {}
+_STATEFUL: dict[tuple[type, ...], tuple[tuple[int, type], ...]] = {}
+"""Per tuple of a monitor's checker classes: the positions (and classes) of
+the checkers with memory between steps, as they were first seen; the others
+(25 of 33: nothing but the base's and step-scoped attributes) are not
+visited. A checker without memory never grows any: the monitor shares such a
+checker between its copies on the same rule (``Checker.stateless``), and
+``tests/test_canon.py`` checks that it stays so."""
 
 
 def _memory_plan(c: Any) -> tuple[tuple[str, int], ...]:
@@ -597,6 +625,8 @@ def _memory_plan(c: Any) -> tuple[tuple[str, int], ...]:
             role = _SESSIONS
         elif what in _AT_SESSION:
             role = _AT
+        elif what in _IDLE_OUTSIDE_GROUPS:
+            role = _IDLE
         plan.append((n, role))
     _PLANS[cls] = (len(memory), tuple(plan))
     return tuple(plan)
@@ -672,17 +702,21 @@ def compute(
     logs = state.store.sessions
     owners = state.store.owners
     tracker = getattr(monitor, "tracker", None)
-    if tracker is not None and (
-        type(tracker).__name__ != "Tracker" or not _TRACKER_WRITTEN <= vars(tracker).keys()
-    ):
-        tracker = None  # not the tracker the writers know: written in full
+    unknown: set[str] = set()
+    if tracker is not None:
+        attributes = vars(tracker).keys()
+        unknown = attributes - _TRACKER_WRITTEN
+        if type(tracker).__name__ != "Tracker" or len(attributes) - len(unknown) != len(
+            _TRACKER_WRITTEN
+        ):
+            tracker = None  # not the tracker the writers know: written in full
     shadows = tracker.sessions if tracker is not None else {}
-    sids = sorted(set(logs) | set(shadows))
+    sids = sorted(logs.keys() | shadows.keys())
     full: list[tuple[str, Any]] = []  # (what, value) written in full in the global part
     parts: _MonitorParts | None = None
     if tracker is not None:
         parts = _monitor_parts(monitor, tracker, frozenset(sids), full)
-        for n in sorted(vars(tracker).keys() - _TRACKER_WRITTEN):
+        for n in sorted(unknown):
             full.append((f"tracker.{n}", getattr(tracker, n)))
     elif monitor is not None:
         full.append(("monitor", monitor))
@@ -735,11 +769,11 @@ def compute(
             groups[-1].append(sid)
         else:
             groups.append([sid])
-    tied = any(len(g) > 1 for g in groups)
+    tied = len(groups) != len(order)
     head = _facts(tracker)
     best: tuple[Any, ...] | None = None
     best_ranks: dict[str, int] = {}
-    choices = product(*(permutations(g) for g in groups)) if tied else [[tuple(order)]]
+    choices = product(*(permutations(g) for g in groups)) if tied else ((tuple(order),),)
     for choice in choices:
         ranks = {sid: k for k, sid in enumerate(sid for group in choice for sid in group)}
         tail = _references(segments, ranks, full)
@@ -762,8 +796,11 @@ def _facts(tracker: Any) -> tuple[Any, ...]:
     whether the last step left the runner busy (a concurrent group's member)."""
     if tracker is None:
         return ()
-    facts = (getattr(tracker, n) for n in _TRACKER_FACTS)
-    return tuple(tuple(sorted(v)) if type(v) is set else v for v in facts)
+    features = tracker.features
+    if type(features) is set:
+        features = tuple(sorted(features))
+    # _TRACKER_FACTS, in its order (spelled out: this runs once per key)
+    return (tracker.step_limit, features, tracker.emits_exec, tracker.emits_steps, tracker.busy)
 
 
 def _references(
@@ -774,10 +811,11 @@ def _references(
     what is written in full. Empty in a world where sessions share nothing."""
     out: list[Any] = []
     named: dict[str, tuple[int, int]] = {}  # an owned ID -> (its session's rank, local name)
-    for sid, seg in segments.items():
-        for x, n in seg.names.items():
-            if x not in seg.loose:
-                named[x] = (ranks[sid], n)
+    if full or any(seg.foreign for seg in segments.values()):
+        for sid, seg in segments.items():
+            for x, n in seg.names.items():
+                if x not in seg.loose:
+                    named[x] = (ranks[sid], n)
     for sid in sorted(segments, key=ranks.__getitem__):
         seg = segments[sid]
         if seg.foreign:
@@ -842,27 +880,31 @@ def _monitor_parts(
     entries apart (:func:`_monitor_half` writes them into its segment);
     what the writers do not know, into ``full``."""
     lives: _Entries = {}
+    life_known, row_known = _answers(_LIFE_SLOTS), _answers(_ROW_SLOTS)
     for x, life in tracker.lives.items():
+        row = life.row
         if (
-            _known(life, _LIFE_SLOTS)
-            and _known(life.row, _ROW_SLOTS)
-            and life.row.session in segments
+            (life_known.get(type(life)) or _known(life, _LIFE_SLOTS))
+            and (row_known.get(type(row)) or _known(row, _ROW_SLOTS))
+            and row.session in segments
         ):
-            lives.setdefault(life.row.session, []).append((x, life))
+            lives.setdefault(row.session, []).append((x, life))
         else:
             full.append(("life", (x, life)))
     owners: _Entries = {}
-    for x, o in tracker.owners.items():
-        if _known(o, _TRACKER_OWNER_SLOTS) and o.session in segments:
-            owners.setdefault(o.session, []).append((x, o))
-        else:
-            full.append(("owner", (x, o)))
     namespace: _Entries = {}
-    for x, o in tracker.namespace.items():
-        if _known(o, _TRACKER_OWNER_SLOTS) and o.session in segments:
-            namespace.setdefault(o.session, []).append((x, o))
-        else:
-            full.append(("namespace", (x, o)))
+    owner_known = _answers(_TRACKER_OWNER_SLOTS)
+    for table, by, what in (
+        (tracker.owners, owners, "owner"),
+        (tracker.namespace, namespace, "namespace"),
+    ):
+        for x, o in table.items():
+            if (owner_known.get(type(o)) or _known(o, _TRACKER_OWNER_SLOTS)) and (
+                o.session in segments
+            ):
+                by.setdefault(o.session, []).append((x, o))
+            else:
+                full.append((what, (x, o)))
     calls: _Entries = {}
     for x, c in tracker.calls_by_id.items():
         if c.session in segments:
@@ -877,24 +919,36 @@ def _monitor_parts(
             full.append(("open_count", (sid, tracker.open_count[sid])))
     by_session: _Entries = {}
     at_session: _Entries = {}
+    checkers = monitor.checkers
+    kinds = tuple(map(type, checkers))
+    stateful = _STATEFUL.get(kinds)
+    if stateful is None:
+        stateful = _STATEFUL[kinds] = tuple(
+            (i, type(c)) for i, c in enumerate(checkers) if _memory_plan(c)
+        )
     plans = _PLANS
-    for c in monitor.checkers:
+    for i, cls in stateful:
+        c = checkers[i]
         memory = vars(c)
-        found = plans.get(type(c))
+        found = plans.get(cls)
         plan = found[1] if found is not None and found[0] == len(memory) else _memory_plan(c)
         for n, role in plan:
             v = memory[n]
             if role == _EMPTY and not v:
                 continue
-            if role == _SESSIONS and type(v) is dict and all(k in segments for k in v):
+            if role == _IDLE:
+                idle = _IDLE_OUTSIDE_GROUPS[(cls.__name__, n)]
+                if type(v) is type(idle) and v == idle:
+                    continue
+            elif role == _SESSIONS and type(v) is dict and all(k in segments for k in v):
                 for k, x in v.items():
                     by_session.setdefault(k, []).append((n, x))
                 continue
-            if role == _AT and type(v) is dict and all(s in segments for s in v.values()):
+            elif role == _AT and type(v) is dict and all(s in segments for s in v.values()):
                 for x, s in v.items():
                     at_session.setdefault(s, []).append((n, x, None))
                 continue
-            full.append((f"{type(c).__name__}.{n}", v))
+            full.append((f"{cls.__name__}.{n}", v))
     return owners, namespace, lives, calls, by_session, at_session
 
 

@@ -340,3 +340,29 @@ def test_a_tracker_attribute_the_writers_do_not_know_is_written_alone() -> None:
         assert ("tracker.learnt" in tokens) is (value is not None)
         keys.append(tokens)
     assert len({repr(k) for k in keys[:3]}) == 3 and keys[2] == keys[3]
+
+
+def test_a_concurrent_groups_memory_is_written_only_when_not_idle() -> None:
+    """The concurrent-retry checker's memory of a group is left out of the
+    key while it holds the checker's initial values (no explorer path starts
+    a group), and written in full, telling keys apart, once it holds
+    anything else: leaving the idle values out merges nothing new."""
+    from inboxsim.invariants import retry
+    from inboxsim.search import canon
+
+    kind = retry.ConcurrentRetryChecker
+    fresh = next(c for c in Monitor(PRESETS["g4"], {}).checkers if type(c) is kind)
+    for (cls, name), idle in canon._IDLE_OUTSIDE_GROUPS.items():
+        assert cls == "ConcurrentRetryChecker"
+        assert getattr(fresh, name) == idle and type(getattr(fresh, name)) is type(idle), name
+    state, blob, _length = every_path("g4", 2, 1)[-1]
+    keys = []
+    for group in (None, -1, 3, 4):
+        monitor = pickle.loads(blob)
+        checker = next(c for c in monitor.checkers if type(c) is kind)
+        if group is not None:
+            checker.group = group
+        tokens = _flat(merge_key(state, monitor))
+        assert ("ConcurrentRetryChecker.group" in tokens) is (group not in (None, -1))
+        keys.append(repr(tokens))
+    assert keys[0] == keys[1] and len({keys[1], keys[2], keys[3]}) == 3
