@@ -84,7 +84,7 @@ def _request_keys(op: Op, crash: bool) -> tuple[tuple[str, str], ...]:
 def _reply_text(reply: Reply | None) -> str:
     """``canonical(reply_wire(reply))``; keys in sorted order."""
     if type(reply) is Ok:
-        return '{"ok":true,"result":' + _encode(reply.result) + "}"
+        return '{"ok":true,"result":' + (reply.text or _encode(reply.result)) + "}"
     if type(reply) is Err:
         return '{"error":' + _string(reply.code) + ',"ok":false}'
     return _encode(reply_wire(reply))
