@@ -71,9 +71,9 @@ def observe(before: State, after: State, events: tuple[Any, ...]) -> Observed:
                 transcript.append((sid, transcript_view(log)))
     calls: tuple[Call, ...] | None = None
     if before.runs is not after.runs:
-        now_open = tuple(after.open_calls())
-        if now_open != tuple(before.open_calls()):
-            calls = now_open
+        now_open = after.open_calls()
+        if now_open != before.open_calls():
+            calls = tuple(now_open)
     return Observed(tuple(events), tuple(pending), tuple(transcript), calls)
 
 
