@@ -126,6 +126,29 @@ IndependenceChecker.end 1.5 %, BarrierEventChecker.end 1.5 %, observe 1.4 %,
 ``observed_text`` 1.3 %, StepCtx.__init__ 1.3 %. Left: a reply's result
 text without parsing the payloads back (the model's replies are
 dictionaries: that is its interface), the chooser's per-draw overhead.
+
+Issue 21, fifth pass, the simulator's side (2026-12-03; py-spy, 500 seeds in
+batches of 100 as a worker runs them; callgrind with collection toggled on
+the batch only). Hottest own time outside the checkers: the C encoder 3.7 %
+(2.8 % of it the replies' results), ``parse_json`` 2.7 % (``json.loads``'s
+wrappers around the scanner), the ``Step`` built in ``_Recorder.add`` 1.3 %,
+the chooser 3.7 % all told, ``Swarm.to_dict`` 0.8 % (``asdict``), the store
+columns' delivery parse 0.5 %; by instructions, SHA-256 of the trace text
+3 % (cheap in time: valgrind does not run the CPU's SHA instructions) and
+pyarrow's tables ~3 % at 6 seeds a batch (a fixed cost per batch, small at
+a sweep's 100). Kept: the model's receipts and logs carry their reply text
+(``Ok.text``, not compared); ``parse_json`` calls the scanner; values of
+five fields or more are built as a twin class with the same slots and
+turned back (``model/frozen.py``); the chooser's live draws call
+``random()`` and ``append`` directly; ``Swarm.to_dict`` field by field;
+the delivery tail parsed once; pyarrow preloaded by the forkserver (it was
+imported in each worker's first batch, ~0.7 s CPU each; not in the
+instruction count, which subtracts start-up); a step that changed nothing
+observes the one shared ``NOTHING``. By instruction count
+(``benchmarks/sweep_instructions.py``, 15 seeds x 100 ops, load 7-11): 40.1 M
+a seed at the start of the pass, 37.4 M after; the release 52.3 M (1.40x,
+1.28x before). The checkers' side of the pass (the monitor, ``invariants/``)
+is measured on its own branch; bench_sweep runs once both are merged.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ from .ops import (
 from .policy import G4, Policy
 from .state import CrashedAt, Failed, State, Tx
 from .store import EMPTY_STORE, SessionLog
-from .values import Crashed, Err, Event, Ok, Reply
+from .values import Crashed, Err, Event, Ok, Receipt, Reply
 
 PROTOCOL = 1
 DEFAULT_STEP_LIMIT = 4
@@ -155,10 +155,17 @@ def _request(state: State, op: Op, crash_at: str | None, quiesce: bool) -> Outco
         return Outcome(state, Err(failure.code, failure.message), ())
     except CrashedAt as crash:
         return Outcome(tx.freeze().crashed(), Crashed(crash.point), tuple(tx.events))
-    return Outcome(tx.freeze(), Ok(result), tuple(tx.events))
+    reply = result if isinstance(result, Ok) else Ok(result)
+    return Outcome(tx.freeze(), reply, tuple(tx.events))
 
 
 # --- one handler per operation ---------------------------------------------
+# A handler returns the reply's result, or the whole reply when it writes the
+# result's canonical text too (receipts and logs: see ``Ok.text``).
+
+
+def _receipt_reply(receipt: Receipt) -> Ok:
+    return Ok(receipt.to_wire(), receipt.wire_text())
 
 
 def _hello(tx: Tx, op: Hello) -> dict[str, Any]:
@@ -186,7 +193,7 @@ def _create(tx: Tx, op: Create) -> dict[str, Any]:
     return {"session": op.session}
 
 
-def _prompt(tx: Tx, op: Prompt) -> dict[str, Any]:
+def _prompt(tx: Tx, op: Prompt) -> Ok:
     log = tx.session(op.session)
     if log.revert is not None and tx.policy.staged_revert_prompt == "commits":
         # Judged as if the staged revert were committed just before: the
@@ -195,23 +202,23 @@ def _prompt(tx: Tx, op: Prompt) -> dict[str, Any]:
     receipt = inbox.admit(tx, op)
     if op.resume is not False:
         runner.record_wake(tx, op.session)
-    return receipt.to_wire()
+    return _receipt_reply(receipt)
 
 
-def _synthetic(tx: Tx, op: Synthetic) -> dict[str, Any]:
+def _synthetic(tx: Tx, op: Synthetic) -> Ok:
     receipt = inbox.admit(tx, op)
     if op.resume is not False and tx.log(op.session).revert is None:
         runner.record_wake(tx, op.session)
-    return receipt.to_wire()
+    return _receipt_reply(receipt)
 
 
-def _compact(tx: Tx, op: Compact) -> dict[str, Any]:
+def _compact(tx: Tx, op: Compact) -> Ok:
     settle = tx.policy.abandoned_compaction == "settle"
     if settle and op.session in tx.store.sessions and op.session not in tx.runs:
         runner.settle_abandoned(tx, op.session)  # before another compaction is admitted
     receipt = inbox.compact(tx, op)
     runner.record_wake(tx, op.session)
-    return receipt.to_wire()
+    return _receipt_reply(receipt)
 
 
 def _resume(tx: Tx, op: Resume) -> dict[str, Any]:
@@ -262,9 +269,13 @@ def _revert_commit(tx: Tx, op: RevertCommit) -> dict[str, Any]:
     return {}
 
 
-def _log(tx: Tx, op: Log) -> dict[str, Any]:
+def _log(tx: Tx, op: Log) -> Ok:
     after = -1 if op.after is None else op.after
-    return {"events": [e.to_wire() for e in tx.session(op.session).events if e.seq > after]}
+    events = [e for e in tx.session(op.session).events if e.seq > after]
+    return Ok(
+        {"events": [e.to_wire() for e in events]},
+        '{"events":[' + ",".join([e.wire_text() for e in events]) + "]}",
+    )
 
 
 def _messages(tx: Tx, op: Messages) -> dict[str, Any]:
@@ -287,7 +298,7 @@ def _pending(tx: Tx, op: Pending) -> dict[str, Any]:
     }
 
 
-_HANDLERS: dict[type, Callable[[Tx, Any], dict[str, Any]]] = {
+_HANDLERS: dict[type, Callable[[Tx, Any], dict[str, Any] | Ok]] = {
     Hello: _hello,
     Create: _create,
     Prompt: _prompt,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Literal, NamedTuple
 
 from .frozen import fast_init
@@ -101,7 +102,13 @@ class State:
         return State(self.policy, self.store, {}, self.step_limit, self.counter, {})
 
     def open_calls(self) -> list[Call]:
-        return sorted((run.call for run in self.runs.values()), key=lambda c: c.opened)
+        calls = [run.call for run in self.runs.values()]
+        if len(calls) > 1:
+            calls.sort(key=_OPENED)
+        return calls
+
+
+_OPENED = attrgetter("opened")
 
 
 class Failed(Exception):

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from json.scanner import make_scanner
 from typing import Any, Literal
 
 from .frozen import fast_init
@@ -87,14 +88,28 @@ if c_make_encoder is not None:
     _encode = _encode_scanned
 
 
+_string = encode_basestring  # a JSON string literal, as the canonical encoder writes it
+
+
 def encode_json(value: Any) -> str:
     """Canonical text of a value already normalized (built by the model, or
     parsed back from canonical text): skips the normalizing walk."""
     return "{}" if value == {} else _encode(value)
 
 
+# The decoder's scanner, called directly: ``json.loads`` goes through three
+# Python-level calls and a whitespace match around it, most of the cost of
+# parsing the model's short canonical texts.
+_scan_json: Callable[[str, int], tuple[Any, int]] = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+
+
 def parse_json(text: str) -> Any:
-    return json.loads(text)
+    """The JSON value of ``text`` (as ``json.loads``)."""
+    try:
+        value, end = _scan_json(text, 0)
+    except StopIteration:  # leading whitespace, or not JSON: json.loads says which
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)
 
 
 @fast_init
@@ -120,6 +135,15 @@ class Receipt:
             "admitted_seq": self.admitted_seq,
             "time": self.time,
         }
+
+    def wire_text(self) -> str:
+        """``encode_json(self.to_wire())``, written out (keys in sorted order)."""
+        delivery = "null" if self.delivery is None else _string(self.delivery)
+        return (
+            f'{{"admitted_seq":{self.admitted_seq},"data":{self.data},"delivery":{delivery},'
+            f'"input":{_string(self.input)},"session":{_string(self.session)},'
+            f'"time":{self.time},"type":{_string(self.type)}}}'
+        )
 
 
 @fast_init
@@ -166,6 +190,15 @@ class Event:
         wire["data"] = parse_json(self.data)
         return wire
 
+    def wire_text(self) -> str:
+        """``encode_json(self.to_wire())``, written out (keys in sorted order:
+        data, input, seq, time, type)."""
+        who = "" if self.input is None else f',"input":{_string(self.input)}'
+        return (
+            f'{{"data":{self.data}{who},"seq":{self.seq},"time":{self.time},'
+            f'"type":{_string(self.type)}}}'
+        )
+
 
 @fast_init
 @dataclass(frozen=True, slots=True)
@@ -197,6 +230,12 @@ class Ok:
     """A successful reply: the protocol ``result`` object."""
 
     result: dict[str, Any]
+    text: str | None = field(default=None, compare=False, repr=False)
+    """The canonical JSON text of ``result``, when whoever built the reply
+    wrote it at once (the model's receipts and logs: their payloads are
+    canonical text already), so that the trace does not parse them back to
+    encode them again; ``None`` otherwise. Not compared: a function of
+    ``result``."""
 
 
 @fast_init

@@ -39,13 +39,16 @@ class Chooser:
     small and avoid allocation.
     """
 
-    __slots__ = ("_rng", "_script", "_at", "decisions")
+    __slots__ = ("_rng", "_random", "_script", "_at", "decisions", "_record")
 
     def __init__(self, rng: RandomLike | None, script: Sequence[int] | None = None) -> None:
         self._rng = rng
+        # Live draws call these directly (a sweep makes ~1,000 choices a seed).
+        self._random = rng.random if rng is not None and script is None else None
         self._script = script
         self._at = 0
         self.decisions: list[int] = []
+        self._record = self.decisions.append
 
     def below(self, n: int) -> int:
         """An integer in ``[0, n)``; ``n`` must be at least 1."""
@@ -53,19 +56,24 @@ class Chooser:
             # Only one possible answer: nothing to decide, nothing recorded,
             # so the decision list holds real choices only.
             return 0
-        script = self._script
-        if script is None:
-            assert self._rng is not None
-            value = int(self._rng.random() * n)
+        draw = self._random
+        if draw is not None:
+            value = int(draw() * n)
             if value >= n:  # random() < 1.0, but a foreign Random-like may misbehave
                 value = n - 1
         else:
-            at = self._at
-            value = script[at] if at < len(script) else 0
-            self._at = at + 1
-            value = 0 if value < 0 else (n - 1 if value >= n else value)
-        self.decisions.append(value)
+            value = self._replayed(n)
+        self._record(value)
         return value
+
+    def _replayed(self, n: int) -> int:
+        """The next recorded value, clamped into ``[0, n)`` (0 once the list ran out)."""
+        script = self._script
+        assert script is not None
+        at = self._at
+        value = script[at] if at < len(script) else 0
+        self._at = at + 1
+        return 0 if value < 0 else (n - 1 if value >= n else value)
 
     def chance(self, p: float) -> bool:
         """True with probability ``p``. Certain outcomes draw nothing."""
@@ -73,16 +81,9 @@ class Chooser:
             return False
         if p >= 1.0:
             return True
-        script = self._script
-        if script is None:
-            assert self._rng is not None
-            value = 1 if self._rng.random() < p else 0
-        else:
-            at = self._at
-            value = script[at] if at < len(script) else 0
-            self._at = at + 1
-            value = 1 if value >= 1 else 0
-        self.decisions.append(value)
+        draw = self._random
+        value = (1 if draw() < p else 0) if draw is not None else self._replayed(2)
+        self._record(value)
         return value == 1
 
     def pick(self, options: Sequence[T]) -> T:
@@ -96,10 +97,9 @@ class Chooser:
         n = len(weights)
         if n <= 1:
             return 0
-        script = self._script
-        if script is None:
-            assert self._rng is not None
-            target = self._rng.random() * sum(weights)
+        draw = self._random
+        if draw is not None:
+            target = draw() * sum(weights)
             index = n - 1
             for i, w in enumerate(weights):
                 if target < w:
@@ -110,11 +110,8 @@ class Chooser:
             while weights[index] <= 0 and index > 0:
                 index -= 1
         else:
-            at = self._at
-            index = script[at] if at < len(script) else 0
-            self._at = at + 1
-            index = 0 if index < 0 else (n - 1 if index >= n else index)
-        self.decisions.append(index)
+            index = self._replayed(n)
+        self._record(index)
         return index
 
     @property

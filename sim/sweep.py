@@ -400,7 +400,9 @@ def sweep(
             kind=plan.executor,
             jobs=plan.jobs,
             scheduler=plan.scheduler,
-            preload=["inboxsim.sim.sweep", "inboxsim.store.store"],
+            # pyarrow too (the batches' tables): imported once in the server
+            # rather than once per worker, in each worker's first batch (~0.7 s).
+            preload=["inboxsim.sim.sweep", "inboxsim.store.store", "pyarrow"],
             what=lambda task: f"the batch of seeds {task.seeds[0]}..{task.seeds[-1]}",
             stop=over_budget,
         )

@@ -95,8 +95,31 @@ def arrow_schemas() -> dict[str, Any]:
 
 
 def _delivery(data: str) -> str | None:
-    value = json.loads(data).get("delivery")
+    """An ``admitted`` event's delivery. Its data is canonical text (sorted
+    keys: data, delivery, type), so the top-level delivery is in the text's
+    last ``,"delivery":``, and what follows it is one of a few tails, each
+    parsed once. (A ``"delivery"`` key inside the payload is nested: its
+    tail is not an object, and the whole text is parsed instead.)"""
+    cut = data.rfind(',"delivery":')
+    if cut >= 0:
+        tail = data[cut + 1 :]
+        if tail in _TAILS:
+            return _TAILS[tail]
+        try:
+            parsed = json.loads("{" + tail)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            value = _TAILS[tail] = _as_delivery(parsed.get("delivery"))
+            return value
+    return _as_delivery(json.loads(data).get("delivery"))
+
+
+def _as_delivery(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+_TAILS: dict[str, str | None] = {}  # '"delivery":"steer","type":"user"}' -> "steer"
 
 
 def options_key(options: dict[str, Any]) -> str:
@@ -114,6 +137,7 @@ class BatchColumns:
             name: {f: [] for f in _FIELDS[name]} for name in TABLES
         }
         self._policies: dict[Any, str] = {}  # Policy -> its hash, once per batch
+        self._options: tuple[dict[str, Any], str] | None = None  # the last options, keyed
 
     def _policy_hash(self, policy: Any) -> str | None:
         if policy is None:
@@ -129,6 +153,13 @@ class BatchColumns:
             table["fields"].append(fields)
         return found
 
+    def _options_key(self, options: dict[str, Any]) -> str:
+        # A batch's runs share their options: their key is encoded once.
+        last = self._options
+        if last is None or last[0] != options:
+            last = self._options = (options, options_key(options))
+        return last[1]
+
     def add_run(self, run_id: int, sweep_id: int, result: Any, policy: Any = None) -> None:
         """Add one :class:`~inboxsim.sim.run.RunResult`; ``policy``: the
         :class:`~inboxsim.model.Policy` it ran under, whose fields are kept
@@ -142,7 +173,7 @@ class BatchColumns:
             ("policy", result.policy),
             ("target", trace.header.target),
             ("version", trace.header.version),
-            ("options", options_key(result.options)),
+            ("options", self._options_key(result.options)),
             ("swarm", json.dumps(result.swarm, sort_keys=True, separators=(",", ":"))),
             ("decisions", list(result.decisions)),
             ("verdict", result.verdict),

@@ -31,7 +31,7 @@ from ..model import (
     request,
 )
 from ..model.store import SessionLog
-from ..trace.record import MessageView, Observed, PendingView
+from ..trace.record import NOTHING, MessageView, Observed, PendingView
 from .group import Cut, GroupReply, GroupSteps, Member, member_reply, serve_group
 
 
@@ -71,9 +71,11 @@ def observe(before: State, after: State, events: tuple[Any, ...]) -> Observed:
                 transcript.append((sid, transcript_view(log)))
     calls: tuple[Call, ...] | None = None
     if before.runs is not after.runs:
-        now_open = tuple(after.open_calls())
-        if now_open != tuple(before.open_calls()):
-            calls = now_open
+        now_open = after.open_calls()
+        if now_open != before.open_calls():
+            calls = tuple(now_open)
+    if not events and not pending and not transcript and calls is None:
+        return NOTHING  # most steps change nothing: one shared value
     return Observed(tuple(events), tuple(pending), tuple(transcript), calls)
 
 

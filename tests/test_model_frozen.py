@@ -3,6 +3,7 @@ value's user can see (``model/frozen.py``)."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import pickle
@@ -74,3 +75,43 @@ def test_refuses_what_it_would_not_serve() -> None:
         with pytest.raises(TypeError, match="fast_init"):
             fast_init(cls)
     assert State.__init__.__qualname__ == "State.__init__"
+
+
+def test_a_value_built_through_its_twin_is_the_dataclass_value() -> None:
+    """From ``SWAP_FIELDS`` fields on an instance is built as a twin class
+    and turned back; what a user sees is the frozen class's value, and a
+    subclass's instance (another layout) still gets every field."""
+
+    def make(with_fast: bool) -> Any:
+        @dataclass(frozen=True, slots=True)
+        class Wide:
+            a: int
+            b: str
+            c: int
+            d: str
+            e: tuple[int, ...] = ()
+            f: dict[str, int] = field(default_factory=dict)
+
+        return fast_init(Wide) if with_fast else Wide
+
+    fast, plain = make(True), make(False)
+    assert "_twin" in fast.__init__.__globals__  # this width takes the twin path
+    value = fast(1, "b", 3, "d", f={"k": 1})
+    assert type(value) is fast
+    assert dataclasses.astuple(value) == dataclasses.astuple(plain(1, "b", 3, "d", f={"k": 1}))
+    assert value == fast(1, "b", 3, "d", (), {"k": 1}) and value != fast(2, "b", 3, "d")
+    assert copy.copy(value) == value and copy.deepcopy(value) == value
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        value.a = 2  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del value.b  # type: ignore[misc]
+
+    class Sub(fast):  # type: ignore[valid-type, misc]
+        pass  # a __dict__: a layout its twin does not share
+
+    sub = Sub(1, "b", 3, "d")
+    assert type(sub) is Sub and dataclasses.astuple(sub) == (1, "b", 3, "d", (), {})
+    prompt = Prompt(5, session="s", input="in-1", text="t", delivery="queue")
+    assert type(prompt) is Prompt and (prompt.now, prompt.delivery) == (5, "queue")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        prompt.now = 6  # type: ignore[misc]

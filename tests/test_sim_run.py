@@ -11,7 +11,22 @@ from typing import Any
 
 import pytest
 
-from inboxsim.model import G4, PRESETS, Crashed, Err, Fork, Hello, Log, Ok, Prompt, Synthetic
+from inboxsim.model import (
+    G4,
+    PRESETS,
+    Compact,
+    Crashed,
+    Create,
+    Err,
+    Fork,
+    Hello,
+    Log,
+    Ok,
+    Prompt,
+    Synthetic,
+    apply,
+    initial_state,
+)
 from inboxsim.sim.run import RunOptions, RunResult, run_decisions, run_seed
 from inboxsim.trace.encode import step_text, trace_hash_of
 from inboxsim.trace.record import Observed, Step, canonical, step_wire, trace_hash
@@ -273,3 +288,37 @@ def test_a_step_text_is_the_canonical_text_of_its_wire_form() -> None:
                     canonical(wire["reply"]),
                     canonical(wire["observed"]),
                 )
+
+
+def test_the_models_reply_texts_are_the_canonical_text_of_their_results() -> None:
+    """Receipts and logs carry their result's text (``Ok.text``), written by
+    hand; on the values a seeded run seldom sends it is still the encoder's."""
+    state = initial_state(G4)
+    session = "s\u00e91"
+    ops = [
+        Create(0, session=session),
+        Prompt(
+            1,
+            session=session,
+            input='u"1',
+            text="h\u00e9llo\n\u2603",
+            files=("f", {"b": 1.0, "a": [True, None]}),
+            metadata={"z": 1.5, "a": {"y": 2.0}},
+            delivery="queue",
+            resume=False,
+        ),
+        Synthetic(2, session=session, text="", description="d\u00e9", resume=False),
+        Synthetic(3, session=session, input="n\\1", text="t", delivery="steer", resume=False),
+        Compact(4, session=session),
+        Log(5, session=session),
+        Log(6, session=session, after=1),
+    ]
+    written = 0
+    for op in ops:
+        state, reply, _ = apply(state, op)
+        assert isinstance(reply, Ok), (op, reply)
+        if reply.text is not None:
+            written += 1
+            assert reply.text == canonical(reply.result), op
+            assert reply == Ok(reply.result)  # not compared: a function of the result
+    assert written == 6

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..model import Call, Err, Event, Ok, Op, Reply
 from ..model.values import encode_json as _encode
-from .record import MessageView, Observed, PendingView, Step, TraceHeader, reply_wire
+from .record import NOTHING, MessageView, Observed, PendingView, Step, TraceHeader, reply_wire
 
 StepText = tuple[str, str, str]  # request, reply, observed: canonical JSON text
 
@@ -84,7 +84,7 @@ def _request_keys(op: Op, crash: bool) -> tuple[tuple[str, str], ...]:
 def _reply_text(reply: Reply | None) -> str:
     """``canonical(reply_wire(reply))``; keys in sorted order."""
     if type(reply) is Ok:
-        return '{"ok":true,"result":' + _encode(reply.result) + "}"
+        return '{"ok":true,"result":' + (reply.text or _encode(reply.result)) + "}"
     if type(reply) is Err:
         return '{"error":' + _string(reply.code) + ',"ok":false}'
     return _encode(reply_wire(reply))
@@ -93,6 +93,8 @@ def _reply_text(reply: Reply | None) -> str:
 def observed_text(observed: Observed) -> str:
     """``canonical(observed_wire(observed))``; keys in sorted order:
     calls, events, pending, transcript."""
+    if observed is NOTHING:
+        return "{}"
     parts = []
     if observed.calls is not None:
         parts.append('"calls":[' + ",".join(map(_call, observed.calls)) + "]")
