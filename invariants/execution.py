@@ -50,6 +50,7 @@ class WakeChecker(Checker):
     quiescent = True
     step_scoped = ("staged",)
     ops = (Prompt, Synthetic, Compact, Resume)
+    refused = ()  # it judges answered requests only
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -117,6 +118,8 @@ class SingleExecutionChecker(Checker):
     session joins it."""
 
     ids = (SINGLE,)
+    still = (Resume,)  # no call opened or closed: only a resume joining one
+    refused = ()
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -232,6 +235,7 @@ class FollowUpChecker(Checker):
     quiescent = True
     step_scoped = ("pending",)
     ops = (Answer,)
+    refused = ()  # it judges answered requests only
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -420,6 +424,7 @@ class CompactionErrorChecker(Checker):
     ids = (COMPACTION_ERROR,)
     step_scoped = ("barrier", "waiting", "cont")
     ops = (Answer,)
+    refused = ()  # it judges answered requests only
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
