@@ -134,7 +134,7 @@ dispatch loop with no checker; each checker's share (all of them minus all
 but it): ReuseChecker 20.6 M, IndependenceChecker 19.2, DurabilityChecker
 14.1, RevertChecker 11.1, BoundaryContentChecker 9.3, AdmissionOrderChecker
 9.1, ReplayChecker 9.1, LifecycleChecker 8.3, BarrierEventChecker 7.1, the
-other 24 at most 7.7 each. Of the steps, 63 % moved nothing and 31 % were
+other 24 at most 7.7 each. Of the steps, 60 % moved nothing and 31 % were
 refused. Kept: a step that moved nothing calls only the checkers whose
 ``end`` judges its request type there, refused or not (``Checker.still``,
 ``Checker.refused``), and their ``begin``; the step's facts with fewer type
