@@ -358,9 +358,11 @@ class IndependenceChecker(Checker):
             )
         ):
             self._others(ctx, op, named)
-        if not isinstance(op, WAKING):
-            for sid in sorted(named):
-                self._idle(ctx, op, sid)
+        if not isinstance(op, WAKING) and not ctx.busy_before:
+            sessions, before = self.t.sessions, ctx.calls_before
+            for sid in sorted(named) if len(named) > 1 else named:
+                if sid in sessions and sid not in before:  # known and idle (see _idle)
+                    self._idle(ctx, op, sid)
 
     def _others(self, ctx: StepCtx, op: Op, named: set[str]) -> None:
         """What the request changed in sessions it does not name."""

@@ -233,6 +233,8 @@ class ReuseChecker(Checker):
             return
         self.env.hit(SAME)
         got, want = ctx.result, life.receipt
+        if same_json(got, want):
+            return  # the same canonical text: field for field the same (most retries)
         keys = sorted(set(got) | set(want))
         diffs = [
             f"{k} {got.get(k)!r} instead of {want.get(k)!r}"
