@@ -164,6 +164,7 @@ class ReceiptChecker(Checker):
 
     ids = (RECEIPT,)
     ops = (Prompt, Synthetic, Compact)
+    refused = ()  # it judges answered requests only
 
     def end(self, ctx: StepCtx) -> None:
         op = ctx.op
@@ -210,6 +211,7 @@ class OmittedIdChecker(Checker):
 
     ids = (OMITTED,)
     ops = (Prompt, Synthetic)
+    refused = ()  # it judges answered requests only
 
     def end(self, ctx: StepCtx) -> None:
         op = ctx.op

@@ -161,6 +161,7 @@ class CoalesceChecker(Checker):
     ids = (COALESCES,)
     step_scoped = ("barrier",)
     ops = (Compact,)
+    refused = ()  # it judges answered requests only
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)

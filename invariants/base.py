@@ -150,6 +150,16 @@ class Checker:
     steps of a sweep) it would neither hit, nor fail, nor change its
     memory, so the monitor does not call it there. Its other hooks
     still run."""
+    still: ClassVar[tuple[type, ...] | None] = None
+    """On a step that moved nothing and was answered (not refused), the
+    request types whose steps its ``end`` still judges; on any other such
+    step it would neither hit, nor fail, nor change its memory, so the
+    monitor calls neither its ``end`` nor its ``begin`` there (``None``:
+    every type its ``ops`` name; ``moved_only``: none)."""
+    refused: ClassVar[tuple[type, ...] | None] = None
+    """The same for a step that moved nothing and was refused (an error
+    reply): a refused request did nothing, so most checkers of what a
+    request did have nothing to judge there (``()``)."""
     step_scoped: ClassVar[tuple[str, ...]] = ()
     """Attributes that live for one step only: assigned before any read in
     every step that reads them, dead once the step ends. The explorer's

@@ -157,6 +157,9 @@ class DurabilityChecker(Checker):
     ``retry_after_promotion = "message"``, has no admission: it is visible.)"""
 
     ids = (DURABLE,)
+    # a step that moved nothing: only an admitting request's receipt to judge
+    still = (Prompt, Synthetic, Compact)
+    refused = ()
 
     def _reconciled_copy(self, session: str, x: str) -> bool:
         if self.env.policy.retry_after_promotion != "message":
@@ -251,6 +254,7 @@ class RestartChecker(Checker):
 
     ids = (RESTART,)
     ops = None
+    still = refused = (Hello,)  # besides a crash (which moves), only hello
 
     def end(self, ctx: StepCtx) -> None:
         op = ctx.op

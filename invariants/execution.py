@@ -50,6 +50,7 @@ class WakeChecker(Checker):
     quiescent = True
     step_scoped = ("staged",)
     ops = (Prompt, Synthetic, Compact, Resume)
+    refused = ()  # it judges answered requests only
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -117,6 +118,8 @@ class SingleExecutionChecker(Checker):
     session joins it."""
 
     ids = (SINGLE,)
+    still = (Resume,)  # no call opened or closed: only a resume joining one
+    refused = ()
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -232,6 +235,7 @@ class FollowUpChecker(Checker):
     quiescent = True
     step_scoped = ("pending",)
     ops = (Answer,)
+    refused = ()  # it judges answered requests only
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -354,9 +358,11 @@ class IndependenceChecker(Checker):
             )
         ):
             self._others(ctx, op, named)
-        if not isinstance(op, WAKING):
-            for sid in sorted(named):
-                self._idle(ctx, op, sid)
+        if not isinstance(op, WAKING) and not ctx.busy_before:
+            sessions, before = self.t.sessions, ctx.calls_before
+            for sid in sorted(named) if len(named) > 1 else named:
+                if sid in sessions and sid not in before:  # known and idle (see _idle)
+                    self._idle(ctx, op, sid)
 
     def _others(self, ctx: StepCtx, op: Op, named: set[str]) -> None:
         """What the request changed in sessions it does not name."""
@@ -420,6 +426,7 @@ class CompactionErrorChecker(Checker):
     ids = (COMPACTION_ERROR,)
     step_scoped = ("barrier", "waiting", "cont")
     ops = (Answer,)
+    refused = ()  # it judges answered requests only
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)

@@ -23,6 +23,7 @@ class ForkChecker(Checker):
     ids = (NO_PENDING, CUTOFF)
     step_scoped = ("parent_pending", "parent_rows", "parent_view", "forked")
     ops = (Fork,)
+    refused = ()  # it judges answered requests only
     events = None
 
     def __init__(self, *args: Any) -> None:
@@ -159,6 +160,8 @@ class RevertChecker(Checker):
     ids = (TRUNCATES, COMMITS_FIRST)
     step_scoped = ("staged",)
     events = ("revert_committed", "admitted")
+    still = (Prompt,)  # nothing committed: only a prompt under a staged revert
+    refused = ()
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)

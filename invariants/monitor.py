@@ -126,15 +126,29 @@ def _tables(kinds: tuple[type[Checker], ...]) -> Tables:
 
 
 STILL = "still"
-"""The ``end`` and ``end_async`` tables hold the plan of a step that moved
-nothing under ``(request type, STILL)``: without the ``moved_only`` checkers."""
+REFUSED = "refused"
+"""The ``begin``, ``end`` and ``end_async`` tables hold the plan of a step
+that moved nothing under ``(request type, STILL)``, or ``(request type,
+REFUSED)`` if it was refused: without the checkers that have nothing to
+judge there (``Checker.moved_only``, ``still``, ``refused``)."""
+
+
+def _judges_still(cls: type[Checker], op: Any, refused: bool) -> bool:
+    """Does a checker's ``end`` judge a step of request type ``op`` that
+    moved nothing (refused or not)?"""
+    if cls.moved_only:
+        return False
+    types = cls.refused if refused else cls.still
+    return types is None or op in types
 
 
 def _plan(kinds: tuple[type[Checker], ...], name: str, kind: Any) -> Plan:
     """Which hooks table ``name`` calls for one request type (``begin``,
-    ``end``, ``end_async``; ``(type, STILL)`` in the last two) or event type
-    (``event``): those of the checkers whose class defines the hook and
-    cares about that type. The same for every monitor with these checker
+    ``end``, ``end_async``; ``(type, STILL)`` or ``(type, REFUSED)`` for a
+    step that moved nothing) or event type (``event``): those of the
+    checkers whose class defines the hook and cares about that type (on a
+    step that moved nothing, whose ``end`` judges it: a ``begin`` prepares
+    its checker's ``end``). The same for every monitor with these checker
     classes, so computed once."""
     table = _tables(kinds)[name]
     plan = table.get(kind)
@@ -142,13 +156,14 @@ def _plan(kinds: tuple[type[Checker], ...], name: str, kind: Any) -> Plan:
         chosen = []
         still = type(kind) is tuple
         op = kind[0] if still else kind
+        refused = still and kind[1] == REFUSED
         for i, cls in enumerate(kinds):
             if name == "end_async":  # a busy group member's end: the checkers not quiescent
                 if cls.quiescent or cls.end is Checker.end:
                     continue
             elif getattr(cls, name) is getattr(Checker, name):
                 continue  # the base's no-op: never called
-            if still and cls.moved_only:
+            if still and cls.end is not Checker.end and not _judges_still(cls, op, refused):
                 continue
             cares = cls.events if name == "event" else cls.ops
             if cares is None or (op is not None and op in cares):
@@ -287,28 +302,15 @@ class Monitor:
         if self._finished is not None:
             raise RuntimeError("the monitor has finished; start a new one")
         tracker = self.tracker
-        op_type = type(step.request) if step.request is not None else None
-        self._bind_checkers()
-        ctx = tracker.begin(step)
+        request = step.request
+        op_type = type(request) if request is not None else None
         checkers = self.checkers
-        begin = self._begin.get(op_type)
-        if begin is None:
-            begin = _plan(self._kinds, "begin", op_type)
-        for hook, i in begin:
-            hook(checkers[i], ctx)
+        shared = self._sharing[0]
+        if shared and checkers[shared[0]].env is not self._env:
+            self._bind_checkers()  # another copy fed them last
+        ctx = tracker.begin(step)
         observed = step.observed
         events = observed.events
-        if events:
-            table = self._events
-            for ev in events:
-                sh = tracker.writable(ev.session, ctx.index)  # the shadow ``apply`` changes
-                hooks = table.get(ev.type)
-                if hooks is None:
-                    hooks = _plan(self._kinds, "event", ev.type)
-                for event_hook, i in hooks:
-                    event_hook(checkers[i], ctx, ev, sh)
-                tracker.apply(ctx, ev)
-        tracker.observe(ctx)
         moved = (
             events
             or observed.pending
@@ -316,7 +318,24 @@ class Monitor:
             or observed.calls is not None
             or ctx.crashed
         )
-        key = op_type if moved else (op_type, STILL)
+        key = op_type if moved else (op_type, REFUSED if ctx.err else STILL)
+        begin = self._begin.get(key)
+        if begin is None:
+            begin = _plan(self._kinds, "begin", key)
+        for hook, i in begin:
+            hook(checkers[i], ctx)
+        if events:
+            table = self._events
+            index = ctx.index
+            for ev in events:
+                sh = tracker.writable(ev.session, index)  # the shadow ``apply`` changes
+                hooks = table.get(ev.type)
+                if hooks is None:
+                    hooks = _plan(self._kinds, "event", ev.type)
+                for event_hook, i in hooks:
+                    event_hook(checkers[i], ctx, ev, sh)
+                tracker.apply(ctx, ev, sh)
+        tracker.observe(ctx)
         # a group member while the runner worked (a crash ends that work)
         if (ctx.runner_busy or ctx.busy_before) and not ctx.crashed:
             end = self._end_async.get(key)

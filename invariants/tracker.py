@@ -46,7 +46,7 @@ from ..model.ops import (
 )
 from ..model.policy import Policy
 from ..model.values import Call, Crashed, Err, Event, Ok, canonical_json
-from ..trace.record import MessageView, PendingView, Step, group_of, unseen
+from ..trace.record import GROUP, GroupMark, MessageView, PendingView, Step, group_of, unseen
 
 EXEC_TYPES = frozenset({"execution_started", "promoted", "step_started", "compaction_started"})
 TERMINALS = frozenset({"execution_succeeded", "execution_failed", "execution_interrupted"})
@@ -242,6 +242,7 @@ class StepCtx:
         "fork_from_view",
         "result",
         "collisions",
+        "group",
         "runner_busy",
         "busy_before",
     )
@@ -249,26 +250,30 @@ class StepCtx:
     def __init__(self, step: Step, calls_before: dict[str, Call]) -> None:
         self.index = step.index
         self.step = step
-        self.op: Op | None = step.request
-        reply = step.reply
-        self.reply = reply
-        self.ok = isinstance(reply, Ok)
-        self.err = isinstance(reply, Err)
+        op = self.op = step.request
+        reply = self.reply = step.reply
         # A kill between requests, a failpoint, or the ``crash`` operation
         # (feature crash_op): volatile state is gone in each case.
         # A group member killed in flight whose reply nobody saw (``UNSEEN``)
         # is neither: not ok, not an error, not a crash (the kill is its own step).
-        self.unseen = unseen(reply)
-        self.crashed = (
-            step.kind == "crash"
-            or (isinstance(reply, Crashed) and not self.unseen)
-            or (isinstance(self.op, CrashOp) and isinstance(reply, Ok))
-        )
-        self.crash_point: str | None = (
-            reply.point if isinstance(reply, Crashed) and not self.unseen else None
-        )
-        self.result: dict[str, Any] = reply.result if isinstance(reply, Ok) else {}
-        self.session: str | None = getattr(self.op, "session", None) or None
+        # (One type test per reply kind: this runs for every step.)
+        killed = step.kind == "crash"
+        if isinstance(reply, Ok):
+            self.ok, self.err, self.unseen = True, False, False
+            self.crashed = killed or isinstance(op, CrashOp)
+            self.crash_point: str | None = None
+            self.result: dict[str, Any] = reply.result
+        elif isinstance(reply, Crashed):
+            self.ok = self.err = False
+            self.unseen = missing = unseen(reply)
+            self.crashed = killed or not missing
+            self.crash_point = None if missing else reply.point
+            self.result = {}
+        else:
+            self.ok, self.unseen, self.crashed, self.crash_point = False, False, killed, None
+            self.err = isinstance(reply, Err)
+            self.result = {}
+        self.session: str | None = getattr(op, "session", None) or None
         self.answered: Call | None = None
         self.finish: str | None = None
         self.calls_before = calls_before  # session -> open call, at the start
@@ -286,8 +291,11 @@ class StepCtx:
         # A member of a concurrent group after which the target's runner still
         # had work (trace.record.group_of): its observation is not quiescent,
         # so what the runner does next (a wake's execution, a boundary's call,
-        # an idle session's end) is not yet due; the group's end is.
-        mark = group_of(step.decision)
+        # an idle session's end) is not yet due; the group's end is. (Most
+        # steps are in no group: their label does not even start so.)
+        decision = step.decision
+        mark = group_of(decision) if decision.startswith(GROUP) else None
+        self.group: GroupMark | None = mark  # its group, read by the checkers of groups
         self.runner_busy = mark is not None and mark.busy
         # The step before was such a member: this one did not start quiescent,
         # so a session without an open call may still be mid-execution.
@@ -578,10 +586,10 @@ class Tracker:
             ctx.finish = op.finish
         return ctx
 
-    def apply(self, ctx: StepCtx, ev: Event) -> None:
-        """Fold one durable event into its session's shadow."""
+    def apply(self, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
+        """Fold one durable event into its session's shadow ``sh`` (the
+        session's :meth:`writable` shadow)."""
         sid = ev.session
-        sh = self.writable(sid, ctx.index)
         bucket = ctx.by_session.get(sid)
         if bucket is None:
             bucket = ctx.by_session[sid] = []
@@ -721,9 +729,14 @@ class Tracker:
         # A session with no open call once the request quiesced is idle: its
         # execution is over, and so is everything volatile about it. (A group
         # member after which the runner had work did not quiesce.)
-        for s in () if ctx.runner_busy else set(ctx.calls_before) | set(ctx.by_session):
-            if s not in self.open and s in self.sessions:
-                self._reset_drain(s, i)
+        if not ctx.runner_busy:
+            still_open, before = self.open, ctx.calls_before
+            for s in before:
+                if s not in still_open and s in self.sessions:
+                    self._reset_drain(s, i)
+            for s in ctx.by_session:
+                if s not in before and s not in still_open and s in self.sessions:
+                    self._reset_drain(s, i)
 
     def _wakes_left(self, ctx: StepCtx, sid: str) -> bool:
         """May a wake of this group's earlier members still ring after an
@@ -731,7 +744,7 @@ class Tracker:
         successor start, one wake started it: another must be left (seed 526
         of conformance --concurrency 4: one admission, whose wake started the
         successor, and no follow-up owed)."""
-        mark = group_of(ctx.step.decision)
+        mark = ctx.group
         if mark is None or not ctx.exec_started.get(sid):
             return True
         admitted = sum(
