@@ -269,14 +269,9 @@ def _expand_chunk(
         state, monitor, length = replay.to(labels)
         known = facts(monitor)
         reduce = level.reduce and sound and known is not None
-        aside: set[str] = set()
-        if reduce and sleep:
-            key = compute(state, monitor, models)
-            aside = {
-                a.label
-                for a in requests(state, names, now, enabled, pool)
-                if eligible(a) and canonical(a, key) in sleep
-            }
+        # The node's key names its actions as its sleep set does (failpoint
+        # variants too, which only ``transitions`` lists).
+        key = compute(state, monitor, models) if reduce and sleep else None
         # The node's eligible actions judged clean, each with whether its
         # session was quiet before and after it; a child's sleep set names
         # actions judged after it, so the node's records wait until all its
@@ -287,7 +282,7 @@ def _expand_chunk(
         scratch = None
         for t in transitions(state, names, now, step_limit, enabled, length, pool):
             action = t.action
-            if action.label in aside:
+            if key is not None and eligible(action) and canonical(action, key) in sleep:
                 slept += 1
                 continue
             judged += 1
