@@ -1,13 +1,17 @@
 """The sleep-set reduction's soundness check (tests/test_explore_reduction.py)
 at bounds too big for CI: reduced and unreduced searches side by side.
 
-For every preset that breaks an invariant, each invariant it breaks (and
-unfiltered): the same violation at the same shortest depth. For g4 (which
-holds): the same distinct keys level by level, and how many transitions
-the reduction did not judge.
+First the independence claim at every key of depth 0 to ``--diamond-depth``
+(pool ``--diamond-pool``, two sessions), for g4 and each preset that breaks
+an invariant: every pair the search takes as independent reaches one key in
+either order, each action as clean after the other. Then, for every preset
+that breaks an invariant, each invariant it breaks (and unfiltered): the
+same violation at the same shortest depth. For g4 (which holds): the same
+distinct keys level by level, and how many transitions the reduction did
+not judge.
 
     python -m benchmarks.reduction_soundness [--sessions 2] [--depth 4] [--pool 2]
-        [--holds-depth 3]
+        [--holds-depth 3] [--diamond-depth 1] [--diamond-pool 2]
 
 A disagreement exits 1 and names the case. Measured figures are in
 docs/explorer.md ("What the reduction assumes").
@@ -24,7 +28,7 @@ from inboxsim.invariants import Monitor
 from inboxsim.model import PRESETS
 from inboxsim.search import explore as ex
 from inboxsim.search import world
-from tests.explore_helpers import BROKEN
+from tests.explore_helpers import BROKEN, diamonds, every_key
 
 
 def main() -> int:
@@ -33,9 +37,30 @@ def main() -> int:
     parser.add_argument("--depth", type=int, default=4, help="bound for the breaking presets")
     parser.add_argument("--pool", type=int, default=world.POOL)
     parser.add_argument("--holds-depth", type=int, default=3, help="bound for g4 (holds)")
+    parser.add_argument("--diamond-depth", type=int, default=1)
+    parser.add_argument("--diamond-pool", type=int, default=world.POOL)
     args = parser.parse_args()
     print(f"load before: {os.getloadavg()[0]:.1f}", flush=True)
     bad = 0
+    for name in ("g4", *sorted({p for p, _ in BROKEN})):
+        started = time.perf_counter()
+        keys = every_key(name, 2, args.diamond_depth, args.diamond_pool)
+        pairs = crashing = 0
+        try:
+            for state, monitor, length, at in keys:
+                found, crashes = diamonds(state, monitor, length, at + 1, 2, args.diamond_pool)
+                pairs += found
+                crashing += crashes
+        except AssertionError as failed:
+            bad += 1
+            print(f"{name}: a pair taken as independent does not commute: {failed}", flush=True)
+            continue
+        print(
+            f"{name}: every key to depth {args.diamond_depth} (pool {args.diamond_pool}, "
+            f"{len(keys):,} keys): {pairs:,} independent pairs commute, {crashing:,} with a "
+            f"failpoint variant ({time.perf_counter() - started:.1f} s)",
+            flush=True,
+        )
     cases = [*BROKEN, *((p, None) for p in sorted({p for p, _ in BROKEN}))]
     for name, invariant in cases:
         started = time.perf_counter()

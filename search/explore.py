@@ -33,7 +33,7 @@ Theory of operation (after TLC's breadth-first search with a fingerprint set,
   includes the monitor, so ``merge="log"|"fold"`` is not exhaustive.
 
 - **Sleep sets** (partial-order reduction, ``reduce``): an action that
-  commutes with one already judged at a sibling is not judged again
+  commutes with one judged at a sibling is not judged again
   (:mod:`.reduction` states when two actions commute, and how the sleep
   sets pass from a node to its children). Sleep sets remove transitions,
   never keys: the same keys level by level, the same shortest violations.
@@ -71,7 +71,7 @@ from ..trace.record import Step
 from .canon import KeyCache, compute
 from .coarse_keys import FormCache, model_key, state_key
 from .collector import paused
-from .reduction import canonical, eligible, facts
+from .reduction import canonical, eligible, facts, quiet, quiet_sessions, sleeps_in
 from .world import (
     DEFAULT_STEP_LIMIT,
     FAMILIES,
@@ -271,20 +271,20 @@ def _expand_chunk(
         state, monitor, length = replay.to(labels)
         known = facts(monitor)
         reduce = level.reduce and sound and known is not None
-        asleep: list[Action] = []
-        if reduce and sleep:
-            key = compute(state, monitor, models)
-            asleep = [
-                a
-                for a in requests(state, names, now, enabled, pool)
-                if eligible(a) and canonical(a, key) in sleep
-            ]
-        aside = {a.label for a in asleep}
-        explored: list[Action] = []  # judged here, eligible and clean: may sleep in later siblings
+        # The node's key names its actions as its sleep set does (failpoint
+        # variants too, which only ``transitions`` lists).
+        key = compute(state, monitor, models) if reduce and sleep else None
+        # The node's eligible actions judged clean, each with whether its
+        # session was quiet before and after it; a child's sleep set names
+        # actions judged after it, so the node's records wait until all its
+        # actions are judged.
+        clean: dict[str, tuple[Action, bool]] = {}
+        quiet_here = quiet_sessions(state, monitor, names) if reduce else frozenset()
+        held: list[tuple[_Record, Action | None, Any]] = []
         scratch = None
         for t in transitions(state, names, now, step_limit, enabled, length, pool):
             action = t.action
-            if action.label in aside:
+            if key is not None and eligible(action) and canonical(action, key) in sleep:
                 slept += 1
                 continue
             judged += 1
@@ -293,29 +293,24 @@ def _expand_chunk(
                     scratch = copy_of(monitor)
                 found = _feed(scratch, t.steps)
                 if level.wanted(found):
+                    out.extend(r for r, _, _ in held)
                     out.append((at, action.label, level.wanted(found), None, frozenset(), None))
                     return out, judged, slept
                 if reduce and not found and eligible(action):
-                    explored.append(action)
+                    clean[action.label] = (action, action.session in quiet_here)
                 continue
             child = copy_of(monitor)
             found = _feed(child, t.steps)
             wanted = level.wanted(found)
             if wanted:
+                out.extend(r for r, _, _ in held)
                 out.append((at, action.label, wanted, None, frozenset(), None))
                 return out, judged, slept
-            canon: frozenset[Any] = frozenset()
             commutes = reduce and not found and eligible(action) and facts(child) == known
+            child_key: Any = None
             if sound:
                 child_key = compute(t.state, child, models)
                 digest: Any = child_key.digest
-                if commutes and not level.last:
-                    if not child_key.tied:
-                        canon = frozenset(
-                            canonical(b, child_key)
-                            for b in (*asleep, *explored)
-                            if b.session != action.session
-                        )
             elif level.merge == "fold":
                 digest = model_key(t.state)
             else:
@@ -324,9 +319,24 @@ def _expand_chunk(
             if digest not in local and (seen is None or digest not in seen):
                 local.add(digest)
                 end = level.wanted(_judge_end(child))
-            out.append((at, action.label, [], digest, canon, end))
+            record: _Record = (at, action.label, [], digest, frozenset(), end)
             if commutes:
-                explored.append(action)
+                calm = action.session in quiet_here and quiet(t.state, child, action.session)
+                clean[action.label] = (action, calm)
+                if not level.last and not child_key.tied:
+                    held.append((record, action, child_key))
+                    continue
+            held.append((record, None, None))
+        for record, taken, child_key in held:
+            if taken is not None:
+                a, calm = clean[taken.label]
+                canon = frozenset(
+                    canonical(b, child_key)
+                    for b, b_calm in clean.values()
+                    if sleeps_in(b, b_calm, a, calm)
+                )
+                record = (*record[:4], canon, record[5])
+            out.append(record)
     return out, judged, slept
 
 
@@ -526,7 +536,7 @@ def _search(
                 place = here.get(key)
                 if place is not None:  # one more path to a key new at this level
                     if not level.last:
-                        kept = fresh_sleeps[place] & canon
+                        kept = fresh_sleeps[place] | canon
                         fresh_sleeps[place] = interned.setdefault(kept, kept)
                     continue
                 if key in visited:
