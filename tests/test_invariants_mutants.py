@@ -32,7 +32,7 @@ from inboxsim.model import (
     store,
 )
 from inboxsim.model.state import State, Tx
-from inboxsim.model.values import Err, Message, canonical_json, parse_json
+from inboxsim.model.values import Err, Message, Ok, canonical_json, parse_json
 from inboxsim.targets import target as target_mod
 from inboxsim.trace.record import MessageView
 from tests.invariant_driver import random_run
@@ -150,11 +150,11 @@ def stale_promotion_after_revert(mp: pytest.MonkeyPatch) -> None:
 def synthetic_promotes_on_admission(mp: pytest.MonkeyPatch) -> None:
     original = apply_mod._HANDLERS[Synthetic]
 
-    def _synthetic(tx: Tx, op: Synthetic) -> dict[str, Any]:
-        result: dict[str, Any] = original(tx, op)
-        log = tx.log(op.session)
-        if op.session in tx.runs and log.pending_row(result["input"]) is not None:
-            tx.append(op.session, "promoted", result["input"])
+    def _synthetic(tx: Tx, op: Synthetic) -> Ok:
+        result: Ok = original(tx, op)  # the receipt (its wire text written at once)
+        input_id = result.result["input"]
+        if op.session in tx.runs and tx.log(op.session).pending_row(input_id) is not None:
+            tx.append(op.session, "promoted", input_id)
         return result
 
     mp.setitem(apply_mod._HANDLERS, Synthetic, _synthetic)
