@@ -66,11 +66,11 @@ from typing import Any
 from ..errors import HarnessError
 from ..invariants.monitor import MonitorFactory
 from ..model import Policy, State
+from ..sim.collector import paused
 from ..sim.executor import open_executor, result
 from ..trace.record import Step
 from .canon import KeyCache, compute
 from .coarse_keys import FormCache, model_key, state_key
-from .collector import paused
 from .reduction import canonical, eligible, facts, quiet, quiet_sessions, sleeps_in
 from .world import (
     DEFAULT_STEP_LIMIT,
@@ -242,7 +242,7 @@ CHUNK = 64
 judged transitions held before they are merged."""
 
 
-@paused  # the cyclic collector: search/collector.py says why
+@paused  # the cyclic collector: sim/collector.py says why
 def _expand_chunk(
     level: _Level, nodes: list[tuple[tuple[str, ...], frozenset[Any]]], seen: set[Any] | None = None
 ) -> _Chunk:

@@ -48,6 +48,7 @@ from ..procs.interrupt import Interrupted, deferred
 from ..store.columns import BatchColumns
 from ..store.store import Remember, open_store
 from ..trace.probes import BY_NAME, NAMES, PROBES, REQUIRED
+from .collector import paused
 from .executor import run_tasks, worker_identity
 from .run import RunOptions, run_seed
 
@@ -94,15 +95,15 @@ def run_batch(task: BatchTask) -> BatchOutcome:
     if task.write:
         columns = BatchColumns()
     summaries = []
+
     # A run makes no reference cycles (tests/test_sim_run.py): what it builds
     # is freed by reference counting, and the cyclic collector's passes
     # during a run would only walk its live objects (~3 % of a sweep). So a
     # batch pauses the collector and collects the youngest generation once
     # after each seed, which also frees whatever a custom monitor left in
     # cycles, a seed at a time.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    @paused
+    def run_seeds() -> None:
         for offset, seed in enumerate(task.seeds):
             result = run_seed(seed, task.policy, task.options, checkers_module=task.checkers)
             summaries.append(
@@ -120,9 +121,8 @@ def run_batch(task: BatchTask) -> BatchOutcome:
                 columns.add_run(task.first_run_id + offset, task.sweep_id, result, task.policy)
             del result
             gc.collect(0)
-    finally:
-        if collecting:
-            gc.enable()
+
+    run_seeds()
     tables = columns.tables() if columns is not None else None
     host, pid = worker_identity()
     return BatchOutcome(

@@ -1,4 +1,4 @@
-"""The explorer's chunks run with the cyclic collector paused (search/collector.py)."""
+"""The explorer's chunks run with the cyclic collector paused (sim/collector.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from inboxsim.search.collector import paused
+from inboxsim.sim.collector import paused
 
 
 def _state() -> bool:

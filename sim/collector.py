@@ -1,6 +1,7 @@
-"""The cyclic garbage collector, paused while the explorer judges a chunk.
+"""The cyclic garbage collector, paused around work that makes no cycles:
+a sweep's batch of seeds (``sim/sweep.py``) and the explorer's chunks.
 
-Why: judging a chunk allocates a great many short-lived containers (states,
+Why, for the explorer: judging a chunk allocates a great many short-lived containers (states,
 monitor copies, the merge key's tokens) and keeps some of them for the whole
 chunk (the key's segment cache, the replayed path), so CPython's young
 collections run over a thousand times in a depth-3 search and traverse
