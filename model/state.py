@@ -217,6 +217,11 @@ class Tx:
         return Call(call, session, kind, step, final, context, self.counter)
 
     def reach(self, point: str) -> None:
-        """Die here if this request asked to crash at ``point``."""
+        """Die here if this request asked to crash at ``point``. (The
+        explorer's probe, ``search/world.py``, is a ``crash_at`` equal to no
+        point, shown the transaction at each one it passes.)"""
         if self.crash_at == point:
             raise CrashedAt(point)
+        passing = getattr(self.crash_at, "passing", None)
+        if passing is not None:
+            passing(self, point)

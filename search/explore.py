@@ -80,11 +80,11 @@ from .world import (
     Action,
     Transition,
     enabled_families,
+    moves,
     requests,
     session_names,
     start,
     take,
-    transitions,
 )
 
 DEFAULT_SESSIONS = 2
@@ -282,11 +282,12 @@ def _expand_chunk(
         quiet_here = quiet_sessions(state, monitor, names) if reduce else frozenset()
         held: list[tuple[_Record, Action | None, Any]] = []
         scratch = None
-        for t in transitions(state, names, now, step_limit, enabled, length, pool):
-            action = t.action
-            if key is not None and eligible(action) and canonical(action, key) in sleep:
+        asleep = None if key is None else partial(_asleep, sleep, key)
+        for t in moves(state, names, now, step_limit, enabled, length, pool, asleep):
+            if isinstance(t, Action):  # held aside by the sleep set: not taken, not judged
                 slept += 1
                 continue
+            action = t.action
             judged += 1
             if t.state is state:  # an error reply: nothing changed, the monitor neither
                 if scratch is None:
@@ -338,6 +339,11 @@ def _expand_chunk(
                 record = (*record[:4], canon, record[5])
             out.append(record)
     return out, judged, slept
+
+
+def _asleep(sleep: frozenset[Any], key: Any, action: Action) -> bool:
+    """Is the action in the node's sleep set (written in its key's names)?"""
+    return eligible(action) and canonical(action, key) in sleep
 
 
 def _expanded(

@@ -46,9 +46,9 @@ coarser measurement keys (:mod:`.coarse_keys`) count its states.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..model import (
     FAILPOINTS,
@@ -56,8 +56,10 @@ from ..model import (
     Compact,
     Crashed,
     Create,
+    Event,
     Interrupt,
     Op,
+    Outcome,
     Policy,
     Prompt,
     Resume,
@@ -69,6 +71,9 @@ from ..model import (
 from ..model.store import SessionLog
 from ..targets.target import hello_op, observe
 from ..trace.record import Step
+
+if TYPE_CHECKING:
+    from ..model.state import Tx
 
 POOL = 2
 """Fresh input IDs per session (user and synthetic share the pool: one namespace)."""
@@ -339,41 +344,29 @@ def _restart(state: State, now: int, step_limit: int, index: int) -> tuple[State
 
 
 class _Probe(str):
-    """A ``crash_at`` that matches no failpoint and records each one the
-    request passes. The model reads ``crash_at`` only to compare it with the
-    failpoint it reaches (``Tx.reach``), so a request applied with a probe
-    does exactly what it does without one (the same outcome), and asked to
-    crash at a failpoint it would crash exactly at those the probe saw (it
-    runs the same way up to the first one): the crash variants are found
-    without a trial apply per failpoint."""
+    """A ``crash_at`` equal to no failpoint, shown the transaction at each
+    failpoint the request passes (``Tx.reach``). A request applied with it
+    does exactly what it does without one (the model reads ``crash_at`` only
+    to compare it with the failpoint it reaches); asked to crash at a
+    failpoint, it would run the same way up to its first pass there and die
+    with the durable state and the events it had then. The probe keeps those
+    at each point's first pass: a request's crash variants come out of its
+    one plain apply, with no apply of their own."""
 
-    passed: list[str]
+    crashes: dict[str, tuple[State, tuple[Event, ...]]]
 
     def __new__(cls) -> _Probe:
         probe = super().__new__(cls, "probe")
-        probe.passed = []
+        probe.crashes = {}
         return probe
 
-    def __eq__(self, other: object) -> bool:
-        self.passed.append(str(other))
-        return False
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-    __hash__ = str.__hash__
+    def passing(self, tx: Tx, point: str) -> None:
+        if point not in self.crashes:
+            self.crashes[point] = (tx.freeze().crashed(), tuple(tx.events))
 
 
-def take(
-    state: State,
-    action: Action,
-    now: int,
-    step_limit: int,
-    base: int,
-    probe: _Probe | None = None,
-) -> Transition:
-    """Apply one action; ``base`` is the index of its first step. ``probe``
-    (a plain request only): records the failpoints the request passes."""
+def take(state: State, action: Action, now: int, step_limit: int, base: int) -> Transition:
+    """Apply one action; ``base`` is the index of its first step."""
     if action.op is None:
         crashed = state.crashed()
         kill = Step(
@@ -381,7 +374,14 @@ def take(
         )
         after, hello = _restart(crashed, now, step_limit, base + 1)
         return Transition(action, after, (kill, hello))
-    outcome = apply(state, action.op, action.crash_at if probe is None else probe)
+    outcome = apply(state, action.op, action.crash_at)
+    return _laid_out(state, action, outcome, now, step_limit, base)
+
+
+def _laid_out(
+    state: State, action: Action, outcome: Outcome, now: int, step_limit: int, base: int
+) -> Transition:
+    """A request's outcome as a transition: its step, and the restart after a crash."""
     step = Step(
         base,
         "safety",
@@ -408,25 +408,53 @@ def transitions(
     pool: int = POOL,
 ) -> Iterator[Transition]:
     """Every transition of the alphabet from ``state``, crash variants included."""
+    return cast(Iterator[Transition], moves(state, sessions, now, step_limit, enabled, base, pool))
+
+
+def moves(
+    state: State,
+    sessions: Sequence[str],
+    now: int,
+    step_limit: int,
+    enabled: frozenset[str],
+    base: int,
+    pool: int = POOL,
+    asleep: Callable[[Action], bool] | None = None,
+) -> Iterator[Transition | Action]:
+    """:func:`transitions`, except that an action ``asleep`` holds aside is
+    yielded alone, not taken: the search judges nothing of it, so the model
+    does not apply it (unless its request has crash variants, which only
+    its plain apply finds) and no step is laid out for it."""
     failpoints = "failpoints" in enabled
     for action in requests(state, sessions, now, enabled, pool):
-        crashable = failpoints and isinstance(action.op, CRASHABLE)
-        probe = _Probe() if crashable else None
-        plain = take(state, action, now, step_limit, base, probe)
-        yield plain
+        if not failpoints or not isinstance(action.op, CRASHABLE):
+            if asleep is not None and asleep(action):
+                yield action
+            else:
+                yield take(state, action, now, step_limit, base)
+            continue
+        probe = _Probe()
+        outcome = apply(state, action.op, probe)
+        if asleep is not None and asleep(action):
+            yield action
+        else:
+            yield _laid_out(state, action, outcome, now, step_limit, base)
         # A failpoint is only ever passed after the request appended an event
         # (an admission, a promotion, or the execution/step events before a
         # boundary), so a request that appended nothing has no crash variant.
-        if probe is None or not plain.steps[0].observed.events:
+        if not outcome.events:
             continue
         for point in FAILPOINTS:
-            if point not in probe.passed:
+            crash = probe.crashes.get(point)
+            if crash is None:
                 continue  # not reached: asked to crash there, it is the plain request
             label = f"{action.label}@{point}"
             variant = Action(label, action.op, point, action.session, action.ident, "failpoints")
-            crashed = take(state, variant, now, step_limit, base)
-            assert isinstance(crashed.steps[0].reply, Crashed), "a failpoint passed must crash"
-            yield crashed
+            if asleep is not None and asleep(variant):
+                yield variant
+            else:
+                crashed = Outcome(crash[0], Crashed(point), crash[1])
+                yield _laid_out(state, variant, crashed, now, step_limit, base)
 
 
 def exhaustive_claim(sessions: int, depth: int, pool: int = POOL) -> str:

@@ -688,11 +688,13 @@ def test_explore_progress_draws_a_bar_on_a_terminal() -> None:
 
 @pytest.mark.parametrize("preset", ["g4", "g2", "c", "b", "g5"])
 def test_crash_variants_are_those_a_trial_apply_per_failpoint_finds(preset: str) -> None:
-    """``transitions`` finds a request's crash variants from the failpoints
-    its plain apply passed (a probe as ``crash_at``), not by one trial apply
-    per failpoint: over every state of 2 sessions to depth 2, the same
-    transitions, in order, as the trial applies (with the plain request's
-    events as the precondition, as before)."""
+    """``transitions`` reads a request's crash variants off its plain apply
+    (a probe as ``crash_at``, shown the transaction at each failpoint it
+    passes): which failpoints it reaches, and the crashed state and events
+    at each, with no apply of their own. Over every state of 2 sessions to
+    depth 2, the same transitions, in order, as one trial apply per
+    failpoint (with the plain request's events as the precondition, as
+    before): the same steps (replies, observations), the same states."""
     names = world.session_names(2)
     state, prefix, _ = world.start(PRESETS[preset], names, world.DEFAULT_STEP_LIMIT)
     frontier = [(state, len(prefix))]
@@ -708,17 +710,56 @@ def test_crash_variants_are_those_a_trial_apply_per_failpoint_finds(preset: str)
                 if not isinstance(action.op, world.CRASHABLE) or not plain.steps[0].observed.events:
                     continue
                 for point in FAILPOINTS:
+                    label = f"{action.label}@{point}"
                     variant = world.Action(
-                        f"{action.label}@{point}", action.op, point, action.session, action.ident
+                        label, action.op, point, action.session, action.ident, "failpoints"
                     )
                     crashed = world.take(s, variant, now, 2, base)
                     if isinstance(crashed.steps[0].reply, Crashed):
                         want.append(crashed)
-            assert [(t.action.label, t.steps, t.state.store) for t in got] == [
-                (t.action.label, t.steps, t.state.store) for t in want
+            assert [(t.action, t.steps, t.state) for t in got] == [
+                (t.action, t.steps, t.state) for t in want
             ]
             compared += len(got)
             crashes += sum(1 for t in got if t.action.crash_at is not None)
             following += [(t.state, base + len(t.steps)) for t in got]
         frontier = following
     assert crashes > 0 and compared > crashes
+
+
+def test_moves_hold_asleep_actions_aside_untaken() -> None:
+    """``moves`` with a sleep predicate: in order, every transition of
+    ``transitions``, except that each action the predicate holds (plain
+    requests, crash variants, the kill) comes as its action alone, crash
+    variants of an asleep request included (its plain apply still finds
+    them); and the model applies nothing for an asleep request that has no
+    crash variant."""
+    names = world.session_names(2)
+    state, prefix, _ = world.start(PRESETS["g4"], names, world.DEFAULT_STEP_LIMIT)
+    base = len(prefix)
+    first = next(iter(world.transitions(state, names, 1, 2, world.FULL, base)))
+    state, base = first.state, base + len(first.steps)  # an input pending: retries, answers
+    every = list(world.transitions(state, names, 2, 2, world.FULL, base))
+    for asleep in (
+        lambda a: a.session == "s1",
+        lambda a: a.crash_at is not None,
+        lambda a: a.crash_at is None,
+        lambda a: True,
+    ):
+        got = list(world.moves(state, names, 2, 2, world.FULL, base, world.POOL, asleep))
+        want = [t.action if asleep(t.action) else t for t in every]
+        assert got == want
+        assert any(isinstance(m, world.Action) for m in got)
+    applied = []
+    model_apply = world.apply
+
+    def counted(*args: Any) -> Any:
+        applied.append(args[1])
+        return model_apply(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(world, "apply", counted)
+        moved = list(world.moves(state, names, 2, 2, world.FULL, base, world.POOL, lambda a: True))
+    crashable = [a.op for a in moved if isinstance(a.op, world.CRASHABLE) and a.crash_at is None]
+    assert all(isinstance(m, world.Action) for m in moved)
+    assert applied == crashable  # one plain apply each, for the crash variants; nothing else
