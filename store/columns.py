@@ -235,11 +235,19 @@ class BatchColumns:
     def tables(self) -> dict[str, Any]:
         import pyarrow as pa
 
+        # Built with the C allocator, not pyarrow's default pool (mimalloc or
+        # jemalloc): a worker's batch tables are built once and freed once
+        # pickled to the parent, and the default pool's fresh arenas in each
+        # process cost twice the building (8 batches of 100 seeds in forkserver
+        # workers: 220 -> 100 ms CPU; in process 190 -> 90 ms).
+        pool = pa.system_memory_pool()
         schemas = arrow_schemas()
-        return {
-            name: pa.Table.from_pydict(cols, schema=schemas[name])
-            for name, cols in self.columns.items()
-        }
+        tables = {}
+        for name, cols in self.columns.items():
+            schema = schemas[name]
+            arrays = [pa.array(cols[f.name], type=f.type, memory_pool=pool) for f in schema]
+            tables[name] = pa.Table.from_arrays(arrays, schema=schema)
+        return tables
 
 
 _FIELDS = {
