@@ -175,12 +175,17 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import os
 import pstats
+import re
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -222,7 +227,7 @@ def area_of(path: str) -> str:
 
 def measure(
     seeds: int, ops: int, jobs: int, policy: str, checkers: str | None, folder: Path
-) -> None:
+) -> dict[str, Any]:
     plan = SweepPlan(
         policy, PRESETS[policy], RunOptions(ops=ops), 0, seeds, jobs, checkers=checkers
     )
@@ -247,6 +252,17 @@ def measure(
         f"database {size:.0f} MB)",
         flush=True,
     )
+    return {
+        "side": "this checkout",
+        "jobs": jobs,
+        "runs": report.runs,
+        "ops": report.ops,
+        "wall": seconds,
+        "parent": parent,
+        "workers": workers,
+        "cpu": parent + workers,
+        "failing": len(report.failing),
+    }
 
 
 def profile(seeds: int, ops: int, policy: str, checkers: str | None, folder: Path) -> None:
@@ -309,60 +325,98 @@ print(json.dumps({"runs": report.runs, "ops": report.ops, "wall": wall, "parent"
 """
 
 CHECKED_SCRIPT = """
-import contextlib, io, json, os, sys, tempfile, time
+import contextlib, io, json, sys, tempfile, time
 from pathlib import Path
-from hypothesis import HealthCheck, settings
-from hypothesis.stateful import run_state_machine_as_test
 from inboxsim.model import PRESETS
 from inboxsim.sim.run import RunOptions
-from inboxsim.sim.sweep import BatchTask, run_batch
-try:
-    from inboxsim.store.store import Store
-except ImportError:
-    from inboxsim.reports.store import Store
-try:
-    from inboxsim.search.stateful import InboxMachine
-except ImportError:
-    from inboxsim.sim.stateful import InboxMachine
 
 a = json.loads(sys.argv[1])
-policy = PRESETS[a["policy"]]
-options = RunOptions(ops=a["ops"])
-run_batch(BatchTask((10_000_000,), 0, 0, policy, options, True, None))  # warm up, imports
-with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "checked.duckdb") as store:
-    cpu = time.process_time()
-    outcome = run_batch(BatchTask(tuple(range(a["seeds"])), 0, 0, policy, options, True, None))
-    store.write(outcome.tables)
-    sweep_cpu = time.process_time() - cpu
-sweep_ops = sum(s.ops for s in outcome.summaries)
-
-judged = [0, 0]  # steps, examples
-
-class Counted(InboxMachine):
-    POLICY = a["policy"]
-
-    def teardown(self):
-        judged[0] += len(self.steps)
-        judged[1] += 1
-        super().teardown()
-
-config = settings(max_examples=a["examples"], stateful_step_count=a["ops"], deadline=None,
-                  database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+policy, options, count = PRESETS[a["policy"]], RunOptions(ops=a["ops"]), a["count"]
 failed = ""
-cpu = time.process_time()
-try:
-    with contextlib.redirect_stdout(io.StringIO()):
-        run_state_machine_as_test(Counted, settings=config)
-except Exception as exc:
-    failed = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]
-hypothesis_cpu = time.process_time() - cpu
-print(json.dumps({"sweep_ops": sweep_ops, "sweep_cpu": sweep_cpu, "seeds": a["seeds"],
-                  "hypothesis_ops": judged[0], "hypothesis_examples": judged[1],
-                  "hypothesis_cpu": hypothesis_cpu, "failed": failed}))
+if a["side"] == "sweep":
+    from inboxsim.sim.sweep import BatchTask, run_batch
+    try:
+        from inboxsim.store.store import Store
+    except ImportError:
+        from inboxsim.reports.store import Store
+
+    def batch(first, seeds):
+        outcome = run_batch(BatchTask(seeds, first, 0, policy, options, True, None))
+        store.write(outcome.tables)
+        return sum(s.ops for s in outcome.summaries), len(seeds)
+
+    with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "checked.duckdb") as store:
+        batch(0, (10_000_000,))  # warm-up: imports, first-use caches, the first write
+        cpu = time.process_time()
+        ops, units = batch(1, tuple(range(count))) if count else (0, 0)
+        cpu = time.process_time() - cpu
+else:
+    from hypothesis import HealthCheck, settings
+    from hypothesis.stateful import run_state_machine_as_test
+    try:
+        from inboxsim.search.stateful import InboxMachine
+    except ImportError:
+        from inboxsim.sim.stateful import InboxMachine
+
+    judged = [0, 0]  # steps, examples
+
+    class Counted(InboxMachine):
+        POLICY = a["policy"]
+
+        def teardown(self):
+            judged[0] += len(self.steps)
+            judged[1] += 1
+            super().teardown()
+
+    def examples(n):
+        config = settings(max_examples=n, stateful_step_count=a["ops"], deadline=None,
+                          database=None, derandomize=True,
+                          suppress_health_check=list(HealthCheck))
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                run_state_machine_as_test(Counted, settings=config)
+        except Exception as exc:
+            text = str(exc).splitlines()[0] if str(exc) else ""
+            return f"{type(exc).__name__}: {text}"[:200]
+        return ""
+
+    examples(1)  # warm-up: imports, the strategies resolved, the first example
+    judged[:] = [0, 0]
+    cpu = time.process_time()
+    failed = examples(count) if count else ""
+    cpu = time.process_time() - cpu
+    ops, units = judged
+print(json.dumps({"side": a["side"], "ops": ops, "units": units, "cpu": cpu, "failed": failed}))
 """
+SIDES = ("sweep", "hypothesis")
 
 
-def side_by_side(args: argparse.Namespace, jobs: list[int]) -> None:
+@dataclass
+class Checked:
+    """One interpreter's checked operations, sweep vs Hypothesis: each round's
+    figures (by CPU time) and the figures by instruction count."""
+
+    side: baseline.Side
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    instructions: dict[str, Any] | None = None
+
+    def ratios(self) -> list[float]:
+        return [r["ratio"] for r in self.rounds]
+
+    def summary(self) -> dict[str, Any]:
+        ratios = self.ratios()
+        return {
+            "side": self.side.label,
+            "version": self.side.version,
+            "rounds": self.rounds,
+            "median": statistics.median(ratios) if ratios else None,
+            "min": min(ratios, default=None),
+            "max": max(ratios, default=None),
+            "instructions": self.instructions,
+        }
+
+
+def side_by_side(args: argparse.Namespace, jobs: list[int], figures: dict[str, Any]) -> None:
     """This checkout and the release ``--base`` names: the same sweeps (and
     the checked-operations comparison) on each side, then the ratios."""
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} before", flush=True)
@@ -376,6 +430,10 @@ def side_by_side(args: argparse.Namespace, jobs: list[int]) -> None:
                 measured.append(m)
                 r = m.result
                 cpu = r["parent"] + r["workers"]
+                figures["sweeps"].append(
+                    {"side": side.label, "version": side.version, "jobs": j, "cpu": cpu, **r}
+                    | {"load": [m.load_before[0], m.load_after[0]]}
+                )
                 print(
                     f"{side.label:<28} inboxsim {side.version:<6} jobs {j}: {r['runs']:,} seeds, "
                     f"{r['ops']:,} ops, wall {r['wall']:6.1f} s ({r['runs'] / r['wall']:,.0f} "
@@ -386,9 +444,7 @@ def side_by_side(args: argparse.Namespace, jobs: list[int]) -> None:
                 )
             if len(measured) == 2:
                 _ratios(j, measured[0], measured[1])
-        if args.checked_seeds:
-            for side in sides:
-                checked(side, args)
+        checked_operations(sides, args, figures)
 
 
 def _ratios(jobs: int, new: baseline.Measured, old: baseline.Measured) -> None:
@@ -401,29 +457,132 @@ def _ratios(jobs: int, new: baseline.Measured, old: baseline.Measured) -> None:
     )
 
 
-def checked(side: baseline.Side, args: argparse.Namespace) -> dict[str, Any]:
-    """Checked operations per CPU second, sweep vs Hypothesis, in ``side``."""
-    bound = {
-        "policy": args.policy,
-        "ops": args.ops,
-        "seeds": args.checked_seeds,
-        "examples": args.hypothesis_examples,
+def checked_operations(
+    sides: list[baseline.Side], args: argparse.Namespace, figures: dict[str, Any]
+) -> None:
+    """Checked operations, sweep vs Hypothesis, on each side: by CPU time in
+    ``--checked-rounds`` interleaved rounds, then by instruction count."""
+    if not args.checked_seeds:
+        return
+    results = [Checked(side) for side in sides]
+    for n in range(args.checked_rounds):
+        # Each process measures one side; a round runs them back to back, every
+        # interpreter's pair, and every other round in the reverse order, so no
+        # side always runs first (or last) as the load drifts.
+        order = [(c, which) for c in results for which in SIDES]
+        if n % 2:
+            order.reverse()
+        measured: dict[tuple[int, str], baseline.Measured] = {}
+        for c, which in order:
+            print(f"{c.side.label}: checked ops, {which} ...", file=sys.stderr, flush=True)
+            measured[id(c), which] = c.side.run(CHECKED_SCRIPT, _checked_args(args, which))
+        for c in results:
+            c.rounds.append(_round(c, measured[id(c), "sweep"], measured[id(c), "hypothesis"]))
+            r = c.rounds[-1]
+            print(
+                f"{c.side.label:<28} round {n + 1}/{args.checked_rounds}: checked ops per CPU "
+                f"second: sweep {r['sweep_rate']:,.0f} ({r['sweep_ops']:,} ops of "
+                f"{r['seeds']} seeds, stored, in {r['sweep_cpu']:.2f} s) vs Hypothesis "
+                f"{r['hypothesis_rate']:,.0f} ({r['hypothesis_ops']:,} ops of "
+                f"{r['examples']} examples in {r['hypothesis_cpu']:.2f} s): {r['ratio']:.2f}x, "
+                f"load {r['load'][0]:.1f} -> {r['load'][1]:.1f}"
+                + (f"; Hypothesis failed: {r['failed']}" if r["failed"] else ""),
+                flush=True,
+            )
+    if args.checked_instructions:
+        for c in results:
+            c.instructions = by_instructions(c.side, args)
+    print("checked operations, sweep vs Hypothesis (same model, monitor and invariants):")
+    for c in results:
+        ratios, loads = c.ratios(), [x for r in c.rounds for x in r["load"]]
+        line = (
+            f"  {c.side.label:<28} by CPU time: median {statistics.median(ratios):.2f}x of "
+            f"{len(ratios)} round(s) ({min(ratios):.2f}-{max(ratios):.2f}x, load "
+            f"{min(loads):.1f}-{max(loads):.1f})"
+        )
+        if c.instructions is not None:
+            i = c.instructions
+            line += (
+                f"; by instructions: {i['ratio']:.2f}x (sweep {i['sweep']['per_op'] / 1e3:,.0f} k "
+                f"a checked op over {i['sweep']['ops']:,} ops, Hypothesis "
+                f"{i['hypothesis']['per_op'] / 1e3:,.0f} k over {i['hypothesis']['ops']:,})"
+            )
+        print(line, flush=True)
+    figures["checked"] = [c.summary() for c in results]
+
+
+def _checked_args(args: argparse.Namespace, which: str, count: int | None = None) -> dict[str, Any]:
+    if count is None:
+        count = args.checked_seeds if which == "sweep" else args.hypothesis_examples
+    return {"policy": args.policy, "ops": args.ops, "side": which, "count": count}
+
+
+def _round(c: Checked, sweep: baseline.Measured, hypothesis: baseline.Measured) -> dict[str, Any]:
+    s, h = sweep.result, hypothesis.result
+    sweep_rate = s["ops"] / max(s["cpu"], 1e-9)
+    hypothesis_rate = h["ops"] / max(h["cpu"], 1e-9)
+    loads = (sweep.load_before[0], sweep.load_after[0], hypothesis.load_before[0])
+    return {
+        "sweep_ops": s["ops"],
+        "seeds": s["units"],
+        "sweep_cpu": s["cpu"],
+        "sweep_rate": sweep_rate,
+        "hypothesis_ops": h["ops"],
+        "examples": h["units"],
+        "hypothesis_cpu": h["cpu"],
+        "hypothesis_rate": hypothesis_rate,
+        "ratio": sweep_rate / max(hypothesis_rate, 1e-9),
+        "load": [
+            min(loads + (hypothesis.load_after[0],)),
+            max(loads + (hypothesis.load_after[0],)),
+        ],
+        "failed": h["failed"],
     }
-    print(f"{side.label}: checked operations ...", file=sys.stderr, flush=True)
-    m = side.run(CHECKED_SCRIPT, bound)
-    r = m.result
-    sweep_rate = r["sweep_ops"] / r["sweep_cpu"]
-    hypothesis_rate = r["hypothesis_ops"] / max(r["hypothesis_cpu"], 1e-9)
-    print(
-        f"{side.label:<28} checked ops per CPU second: sweep {sweep_rate:,.0f} "
-        f"({r['sweep_ops']:,} ops of {r['seeds']} seeds, stored, in {r['sweep_cpu']:.1f} s) vs "
-        f"Hypothesis {hypothesis_rate:,.0f} ({r['hypothesis_ops']:,} ops of "
-        f"{r['hypothesis_examples']} examples in {r['hypothesis_cpu']:.1f} s): "
-        f"{sweep_rate / max(hypothesis_rate, 1e-9):.2f}x, {m.load_text()}"
-        + (f"; Hypothesis failed: {r['failed']}" if r["failed"] else ""),
-        flush=True,
+
+
+def by_instructions(side: baseline.Side, args: argparse.Namespace) -> dict[str, Any]:
+    """Checked ops per instruction, sweep vs Hypothesis, under callgrind: each
+    side's script with ``--checked-instructions`` seeds (examples) minus the
+    same with none (start-up, imports and the warm-up left out)."""
+    figures: dict[str, Any] = {}
+    for which in SIDES:
+        print(
+            f"{side.label}: checked ops, {which}, under callgrind ...", file=sys.stderr, flush=True
+        )
+        count = args.checked_instructions
+        counted, result = _callgrind(side.python, _checked_args(args, which, count))
+        alone, _ = _callgrind(side.python, _checked_args(args, which, 0))
+        spent = counted - alone
+        figures[which] = {
+            "ops": result["ops"],
+            "units": result["units"],
+            "instructions": spent,
+            "per_op": spent / max(result["ops"], 1),
+            "failed": result["failed"],
+        }
+    figures["ratio"] = figures["hypothesis"]["per_op"] / max(figures["sweep"]["per_op"], 1e-9)
+    return figures
+
+
+def _callgrind(python: str, args: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    # Not ``-I`` (it implies -E, which ignores PYTHONHASHSEED): the environment
+    # is this one's less every PYTHON* variable, the hash seed fixed, so that
+    # both runs of a side hash (and iterate sets) alike.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONHASHSEED"] = "0"
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+        + [python, "-c", CHECKED_SCRIPT, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        cwd=tempfile.gettempdir(),
     )
-    return r
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"{python}: callgrind failed ({done.returncode}): {done.stderr[-500:]}")
+    return int(found.group(1)), json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -448,22 +607,42 @@ def main() -> None:
         "--hypothesis-examples",
         type=int,
         default=150,
-        help="examples of the Hypothesis side (100 rule steps each)",
+        help="examples of the Hypothesis side (up to --ops rule steps each)",
     )
+    parser.add_argument(
+        "--checked-rounds",
+        type=int,
+        default=1,
+        help="rounds of the checked comparison by CPU time, the sides interleaved; "
+        "the median ratio is reported with the spread",
+    )
+    parser.add_argument(
+        "--checked-instructions",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also the checked ratio by instruction count under valgrind's callgrind: "
+        "N seeds vs N examples (0: skip)",
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     baseline.add_arguments(parser)
     args = parser.parse_args()
     jobs = [int(j) for j in args.jobs.split(",") if j]
+    figures: dict[str, Any] = {"cores": os.cpu_count(), "sweeps": [], "checked": []}
     if args.base:
-        side_by_side(args, jobs)
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        for j in jobs:
-            measure(args.seeds, args.ops, j, args.policy, args.checkers, folder)
-        if args.checked_seeds:
-            checked(baseline.current(), args)
-        if args.profile_seeds:
-            profile(args.profile_seeds, args.ops, args.policy, args.checkers, folder)
+        side_by_side(args, jobs, figures)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            for j in jobs:
+                figures["sweeps"].append(
+                    measure(args.seeds, args.ops, j, args.policy, args.checkers, folder)
+                )
+            checked_operations([baseline.current()], args, figures)
+            if args.profile_seeds:
+                profile(args.profile_seeds, args.ops, args.policy, args.checkers, folder)
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
 
 
 if __name__ == "__main__":
