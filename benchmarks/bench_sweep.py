@@ -13,21 +13,52 @@ what the work cost, and every line states the load it ran under.
 
     python benchmarks/bench_sweep.py [--seeds 10000] [--ops 100] [--jobs 1,2]
         [--base REF [--base-keep DIR]] [--checked-seeds 200 --hypothesis-examples 150]
-        [--profile-seeds 300] [--checkers MODULE]
+        [--checked-rounds 1] [--checked-instructions 0] [--profile-seeds 300]
+        [--checkers MODULE] [--json FILE]
 
 ``--base REF``: each sweep also runs in the release REF names, installed in
 its own virtual environment (``benchmarks/baseline.py``), one after the other
 in one run, and the ratios are printed with the absolute figures; both sides
 must give the same trace hashes (the same version string hashes alike).
 
-Checked operations per second (``--checked-seeds N``, 0 to skip): one
-process each, every step judged by the same model and monitor: the sweep's
-batch of N seeds in process (traces encoded, hashed and written to DuckDB),
-and Hypothesis driving ``InboxMachine`` (``search/stateful.py``: 100 rule
-steps an example, derandomized, no database) for ``--hypothesis-examples``
-examples. An operation is a step the monitor judged (hello, restarts and the
-liveness phase included, on both sides). With ``--base`` the release is
-measured too.
+Checked operations (``--checked-seeds N``, 0 to skip): how many operations
+each way of testing judges for the same work, every step judged by the same
+model (``ModelTarget`` over ``PRESETS[--policy]``), the same ``Monitor`` and
+the same invariants (all of them; each side builds one monitor per run or
+example). An operation is a step the monitor judged: hello, restarts and the
+liveness phase included, on both sides. Each side runs in a process of its
+own, warmed up first (imports, first-use caches: one seed run and stored,
+one Hypothesis example), and measures only what follows:
+
+- the sweep side: ``run_batch`` of N seeds in process, as a worker runs a
+  batch (the seeded workload, the model, the monitor, every trace encoded
+  and hashed, the store's tables built), then ``Store.write`` of the batch
+  into DuckDB and the store's close (its checkpoint writes the rows into the
+  file): more work than the Hypothesis side, which stores nothing;
+- the Hypothesis side: ``run_state_machine_as_test`` of ``InboxMachine``
+  (``search/stateful.py``) for ``--hypothesis-examples`` examples of up to
+  ``--ops`` rule steps, derandomized, no database, health checks off, no
+  deadline: Hypothesis draws each rule and its arguments, the machine sends
+  the operation to the model and feeds the step to the monitor.
+
+Two ratios, sweep ops per unit over Hypothesis ops per unit, are printed
+(and written with ``--json``):
+
+- by CPU time (``--checked-rounds R``): R rounds, each running the sweep
+  side and the Hypothesis side back to back (with ``--base``, the release's
+  pair in the same round; every other round in the reverse order), so both
+  sides of a ratio ran under the same load. The median is the figure, the
+  spread (lowest-highest round) says how far the load moved it: on this
+  shared 2-core machine a round moved by up to ~15 %, more than a pass gains.
+- by instruction count (``--checked-instructions N``): each side's script
+  under ``valgrind --tool=callgrind`` with N seeds (N examples), minus the
+  same with none (start-up, imports, the warm-up), the hash seed fixed:
+  checked ops per instruction. The load cannot move it, so it is the one to
+  compare between passes; it gives no weight to what valgrind does not run
+  as the CPU would (SHA-256 instructions, memory stalls, the kernel's page
+  faults), so it reads somewhat above the CPU ratio. A release's Hypothesis
+  side draws other examples (of other lengths), so compare each
+  interpreter's ratio, not one side across them.
 
 The profile runs a sample of seeds in process (as one job does, the store
 write included) under cProfile, and prints the hottest functions and the
@@ -169,6 +200,33 @@ such load CPU time moves by more than the gain), the same hashes; checked
 ops 3.60x Hypothesis (the release 3.19x, the same run). Left: ReuseChecker's
 and IndependenceChecker's every-request work (the owner look-ups, the named
 sessions' set), the tracker's ``observe`` and ``settle`` on every step.
+
+Issue 21, the checked comparison made steady (2026-12-06, main 380ab5a plus
+the store's changes): interleaved rounds and the instruction count above;
+the store's batch tables built through pyarrow's system memory pool (8
+worker batches of 100 seeds: 220 -> 100 ms CPU; the default pool's fresh
+arenas cost each worker process twice the building) and its row counts in
+one query (3.2 -> 1.2 ms a write). At load 5.9-10.4 (``--seeds 2000 --jobs 2
+--checked-rounds 7 --checked-instructions 30 --profile-seeds 0 --base
+perf-base-0.2.0``): the sweep 14.2 vs the release's 19.6 s CPU (1.37x), the
+same hashes; checked ops by CPU time median 4.14x of 7 rounds (3.66-4.34x),
+the release 2.92x (2.80-3.22x); by instructions 5.08x (the sweep side 386 k
+instructions a checked op, Hypothesis 1,963 k), the release 3.00x (549 k vs
+1,644 k). Goal 6x not met: by instructions it needs the sweep side at
+~327 k an op (-15 %). Of the sweep side's 386 k, the store is ~55 k: DuckDB's
+insert ~21 k, its checkpoint ~15 k, the statements' planning ~22 M a write
+(~7 k an op at 30 seeds a write), the columns and arrow tables ~12 k; the
+rest is DuckDB's own work, left. Under cProfile (300
+seeds, the profile below): checkers 37.4 %, model 22.4 %, simulator 18.6 %,
+builtins 12.4 %, encoding 6.0 %, store 3.2 %; hottest own time
+Monitor.feed, apply's ``_request``, dict.get, Workload.next, isinstance,
+``_safety``, ``_request_text``, the tracker's ``StepCtx`` and ``observe``,
+the execution checker's ``end``, ``_Recorder.add``, the probes' ``feed``,
+the chooser's ``below`` and ``weighted``, the model store's ``append``.
+Tried and not kept: DuckDB with one thread for the writer (-0.5 % of the
+instructions, no CPU gain measured), the arrow JSON extension type for the
+JSON columns (it skips DuckDB's check of the text, ~40 ns a value), the
+columns appended by comprehensions (slower than the one loop).
 """
 
 from __future__ import annotations
