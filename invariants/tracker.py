@@ -38,6 +38,7 @@ from ..model.ops import (
     Create,
     Fork,
     Hello,
+    Interrupt,
     Op,
     Prompt,
     RevertStage,
@@ -660,6 +661,18 @@ class Tracker:
     def settle(self, ctx: StepCtx) -> None:
         """Update the volatile drain facts once every checker saw the step."""
         op = ctx.op
+        if not (
+            ctx.crashed
+            or ctx.calls_changed
+            or ctx.by_session
+            or ctx.answered is not None
+            or (ctx.ok and isinstance(op, _SETTLES))
+        ):
+            # Nothing it tracks moved (most steps of a sweep: a read, a refused
+            # request, a resume that joined its call): no call opened or closed
+            # (so no session went idle), no event, no answer, and no admission
+            # or interrupt answered, whose receipt, doorbell or reset is kept.
+            return
         i = ctx.index
         if ctx.crashed:
             for each in self.sessions:
@@ -818,6 +831,11 @@ class Tracker:
         first = self.namespace.get(x)
         if first is None or first.freed:
             self.namespace[x] = owner
+
+
+_SETTLES = (Prompt, Synthetic, Compact, Interrupt)
+"""The requests whose answer alone changes what ``Tracker.settle`` keeps: an
+admission's receipt and the doorbell it rings, an interrupt's reset."""
 
 
 def _freed(owner: Owner) -> Owner:
