@@ -50,7 +50,7 @@ class WakeChecker(Checker):
     quiescent = True
     step_scoped = ("staged",)
     ops = (Prompt, Synthetic, Compact, Resume)
-    refused = ()  # it judges answered requests only
+    answered = True
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -235,7 +235,7 @@ class FollowUpChecker(Checker):
     quiescent = True
     step_scoped = ("pending",)
     ops = (Answer,)
-    refused = ()  # it judges answered requests only
+    answered = True
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -426,7 +426,7 @@ class CompactionErrorChecker(Checker):
     ids = (COMPACTION_ERROR,)
     step_scoped = ("barrier", "waiting", "cont")
     ops = (Answer,)
-    refused = ()  # it judges answered requests only
+    answered = True
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)

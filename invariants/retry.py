@@ -314,6 +314,7 @@ class ConcurrentRetryChecker(Checker):
 
     ids = (CONCURRENT,)
     ops = (Prompt, Synthetic, Compact)
+    grouped_only = True
     events = ("admitted", "compaction_admitted")
 
     def __init__(self, *args: Any) -> None:
