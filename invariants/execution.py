@@ -79,7 +79,10 @@ class WakeChecker(Checker):
                 )
             return
         wakes = self.t.wakes(ctx, self.staged)
-        pending = ctx.at_wake.get(sid, 0)
+        pending = ctx.at_wake.get(sid)
+        if pending is None:  # it started no work: what is pending now
+            sh = self.t.sessions.get(sid)
+            pending = len(sh.pending) if sh is not None else 0
         what = f"{op.OP if op else 'request'} {ctx.result.get('input')} at step {ctx.index}"
         started = work[0].type if work else (words.call(opened) if opened else "")
         env.hit(WAKE)
