@@ -376,13 +376,11 @@ def _same_plain(a: Any, b: Any) -> bool:
 
 
 def request_kind(op: Op | None) -> str | None:
-    if isinstance(op, Prompt):
-        return "user"
-    if isinstance(op, Synthetic):
-        return "synthetic"
-    if isinstance(op, Compact):
-        return "compaction"
-    return None
+    """The kind of input an admitting request makes (None: it admits none)."""
+    return _KINDS.get(type(op))
+
+
+_KINDS: dict[type, str] = {Prompt: "user", Synthetic: "synthetic", Compact: "compaction"}
 
 
 class Tracker:
@@ -487,26 +485,28 @@ class Tracker:
             return "steer"
         return d
 
-    def owner_for(self, x: str, op: Op) -> Owner | None:
-        """The live owner of ``x`` as the request is judged. A prompt that
-        arrives under a staged revert is judged as if the revert were
-        committed just before it (protocol; ``staged_revert_prompt =
-        "commits"``), so an ID the revert would discard is free."""
-        o = self.owners.get(x)
-        return None if o is not None and self._staged_discards(x, o, op) else o
+    def owned_by(self, x: str, op: Op) -> tuple[Owner | None, Owner | None]:
+        """Whom ``x`` belongs to as the request is judged: its live owner, and
+        its owner for good (its first, or a freed one where ``ended_ids =
+        "freed_by_revert"`` freed it).
 
-    def first_owner(self, x: str, op: Op) -> Owner | None:
-        """Whom ``x`` belongs to for good as the request is judged: its first
-        owner, or a freed one where ``ended_ids = "freed_by_revert"`` freed it
-        (a committed revert truncated it, or the staged revert this prompt
-        commits first will)."""
+        A prompt that arrives under a staged revert is judged as if the
+        revert were committed just before it (protocol; ``staged_revert_prompt
+        = "commits"``): an ID the revert would discard has no live owner, and
+        its owner for good is freed as a committed revert would free it.
+        (One look at the staged revert for both.)"""
+        live = self.owners.get(x)
         first = self.namespace.get(x)
-        if first is None or first.freed or first.copied:
-            return first
-        o = self.owners.get(x)
-        if o is None or not self._staged_discards(x, o, op):
-            return first
-        return _freed(first) if self.policy.ended_ids == "freed_by_revert" else first
+        if live is None or not self._staged_discards(x, live, op):
+            return live, first
+        if (
+            first is not None
+            and not first.freed
+            and not first.copied
+            and self.policy.ended_ids == "freed_by_revert"
+        ):
+            first = _freed(first)
+        return None, first
 
     def _staged_discards(self, x: str, o: Owner, op: Op) -> bool:
         """Whether the staged revert a prompt commits first discards ``x``."""
