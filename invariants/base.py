@@ -166,6 +166,10 @@ class Checker:
     unseen, it would neither hit, nor fail, nor change its memory, whatever
     the step moved, so the monitor calls neither its ``end`` nor its
     ``begin`` there (its ``event`` hooks still run; ``refused`` is moot)."""
+    refused_only: ClassVar[bool] = False
+    """Its ``end`` judges only a refused request (``StepCtx.err``): on any
+    other step it would neither hit, nor fail, nor change its memory, so
+    the monitor calls neither its ``end`` nor its ``begin`` there."""
     grouped_only: ClassVar[bool] = False
     """It judges only the members of a concurrent group (``StepCtx.group``):
     on any other step (every step of a sequential run) none of its hooks

@@ -146,10 +146,12 @@ UNANSWERED = "unanswered"
 """The ``begin``, ``end`` and ``end_async`` tables hold the plan of a step
 that moved nothing under ``(request type, STILL)``, or ``(request type,
 REFUSED)`` if it was refused: without the checkers that have nothing to
-judge there (``Checker.moved_only``, ``still``, ``refused``, ``answered``);
-and that of a step that moved but was not answered with a result (refused,
-crashed, its reply unseen) under ``(request type, UNANSWERED)``: without the
-``Checker.answered`` ones."""
+judge there (``Checker.moved_only``, ``still``, ``refused``, ``answered``,
+``refused_only``); and that of a step that moved but was not answered with
+a result (refused, crashed, its reply unseen) under ``(request type,
+UNANSWERED)``: without the ``Checker.answered`` ones. A step that moved and
+was answered, under its request type alone, leaves out the
+``Checker.refused_only`` ones."""
 
 
 def _judges_still(cls: type[Checker], op: Any, refused: bool) -> bool:
@@ -168,7 +170,8 @@ def _plan(tables: Tables, name: str, kind: Any) -> Plan:
     without a result) or event type (``event``): those of the checkers
     whose class defines the hook and cares about that type (on a step that
     moved nothing, whose ``end`` judges it; on one without a result, not
-    ``answered`` ones: a ``begin`` prepares its checker's ``end``), leaving
+    ``answered`` ones; on any but a refused or unanswered one, not
+    ``refused_only`` ones: a ``begin`` prepares its checker's ``end``), leaving
     out the ``grouped_only`` ones from the tables of steps in no group. The
     same for every monitor with these checker classes, so computed once."""
     table = getattr(tables, name)
@@ -191,6 +194,8 @@ def _plan(tables: Tables, name: str, kind: Any) -> Plan:
             if name != "event":
                 if unanswered and cls.answered:
                     continue
+                if cls.refused_only and not (unanswered or refused):
+                    continue  # an answer, or a still step not refused
                 if still and cls.end is not Checker.end and not _judges_still(cls, op, refused):
                     continue
             cares = cls.events if name == "event" else cls.ops

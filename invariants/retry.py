@@ -272,7 +272,7 @@ class ErrorChecker(Checker):
 
     ids = (ERR_NOTHING,)
     ops = None
-    still = ()  # it judges errors only
+    refused_only = True
 
     def end(self, ctx: StepCtx) -> None:
         if not ctx.err:

@@ -1,10 +1,13 @@
 """The monitor calls only the hooks that care about a step: on a step that
 moved nothing it leaves out the checkers whose ``end`` would have nothing to
 judge there (``Checker.moved_only``, ``still``, ``refused``), and their
-``begin``. Each of those claims is checked here against the same checkers
-with the claims taken away (every hook on every step of its types): the
-same violations at every step, the same exercised invariants, and the same
-memory in every checker after every step."""
+``begin``; on a step not answered with a result the ``answered`` ones; on
+any but a refused one the ``refused_only`` ones; and on a step in no
+concurrent group the ``grouped_only`` ones. Each of those claims is checked
+here against the same checkers with the claims taken away (every hook on
+every step of its types): the same violations at every step, the same
+exercised invariants, and the same memory in every checker after every
+step; and a claim made wrongly is shown to be caught."""
 
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ EVERY_STEP = tuple(
             "still": None,
             "refused": None,
             "answered": False,
+            "refused_only": False,
             "grouped_only": False,
         },
     )
@@ -103,6 +107,8 @@ def test_hooks_left_out_would_have_judged_nothing(preset: str, concurrency: int)
     [
         ("ReuseChecker", "grouped_only", "g4", 1),  # judges retries sent alone
         ("ErrorChecker", "answered", "g4", 1),  # judges the refused
+        ("ReuseChecker", "refused_only", "g4", 1),  # judges a retry's receipt
+        ("DurabilityChecker", "refused_only", "g4", 1),  # judges receipts
         ("LifecycleChecker", "answered", "g4", 1),  # a crash ends its executions
         ("ConcurrentRetryChecker", "answered", "c", 4),  # a refused twin answers as the first
     ],
