@@ -164,7 +164,7 @@ class ReceiptChecker(Checker):
 
     ids = (RECEIPT,)
     ops = (Prompt, Synthetic, Compact)
-    refused = ()  # it judges answered requests only
+    answered = True
 
     def end(self, ctx: StepCtx) -> None:
         op = ctx.op
@@ -211,7 +211,7 @@ class OmittedIdChecker(Checker):
 
     ids = (OMITTED,)
     ops = (Prompt, Synthetic)
-    refused = ()  # it judges answered requests only
+    answered = True
 
     def end(self, ctx: StepCtx) -> None:
         op = ctx.op

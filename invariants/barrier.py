@@ -161,7 +161,7 @@ class CoalesceChecker(Checker):
     ids = (COALESCES,)
     step_scoped = ("barrier",)
     ops = (Compact,)
-    refused = ()  # it judges answered requests only
+    answered = True
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)

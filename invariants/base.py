@@ -160,6 +160,20 @@ class Checker:
     """The same for a step that moved nothing and was refused (an error
     reply): a refused request did nothing, so most checkers of what a
     request did have nothing to judge there (``()``)."""
+    answered: ClassVar[bool] = False
+    """Its ``end`` judges only a request answered with a result
+    (``StepCtx.ok``): on a refused or crashed step, or one whose reply was
+    unseen, it would neither hit, nor fail, nor change its memory, whatever
+    the step moved, so the monitor calls neither its ``end`` nor its
+    ``begin`` there (its ``event`` hooks still run; ``refused`` is moot)."""
+    refused_only: ClassVar[bool] = False
+    """Its ``end`` judges only a refused request (``StepCtx.err``): on any
+    other step it would neither hit, nor fail, nor change its memory, so
+    the monitor calls neither its ``end`` nor its ``begin`` there."""
+    grouped_only: ClassVar[bool] = False
+    """It judges only the members of a concurrent group (``StepCtx.group``):
+    on any other step (every step of a sequential run) none of its hooks
+    would hit, fail or change its memory, so the monitor calls none there."""
     step_scoped: ClassVar[tuple[str, ...]] = ()
     """Attributes that live for one step only: assigned before any read in
     every step that reads them, dead once the step ends. The explorer's

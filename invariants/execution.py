@@ -50,7 +50,7 @@ class WakeChecker(Checker):
     quiescent = True
     step_scoped = ("staged",)
     ops = (Prompt, Synthetic, Compact, Resume)
-    refused = ()  # it judges answered requests only
+    answered = True
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -79,7 +79,10 @@ class WakeChecker(Checker):
                 )
             return
         wakes = self.t.wakes(ctx, self.staged)
-        pending = ctx.at_wake.get(sid, 0)
+        pending = ctx.at_wake.get(sid)
+        if pending is None:  # it started no work: what is pending now
+            sh = self.t.sessions.get(sid)
+            pending = len(sh.pending) if sh is not None else 0
         what = f"{op.OP if op else 'request'} {ctx.result.get('input')} at step {ctx.index}"
         started = work[0].type if work else (words.call(opened) if opened else "")
         env.hit(WAKE)
@@ -235,7 +238,7 @@ class FollowUpChecker(Checker):
     quiescent = True
     step_scoped = ("pending",)
     ops = (Answer,)
-    refused = ()  # it judges answered requests only
+    answered = True
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -341,28 +344,34 @@ class IndependenceChecker(Checker):
         op = ctx.op
         if ctx.crashed or op is None or isinstance(op, Hello):
             return
-        named = {ctx.session} if ctx.session is not None else set()
+        sid = ctx.session
         if isinstance(op, Fork):
-            named.add(op.child)
+            named = {op.child} if sid is None else {sid, op.child}
         elif ctx.answered is not None:
-            named.add(ctx.answered.session)
-        if len(self.t.sessions) > len(named):
+            named = {ctx.answered.session} if sid is None else {sid, ctx.answered.session}
+        else:
+            named = set() if sid is None else {sid}
+        sessions = self.t.sessions
+        if len(sessions) > len(named):
             self.env.hit(INDEPENDENT)
         # Only a session the request does not name can show a change it must
-        # not make: its events, a view, or a call open before or after.
-        if not named.issuperset(ctx.by_session) or (
-            (ctx.view_changes and not named.issuperset(map(_SESSION_OF_CHANGE, ctx.view_changes)))
+        # not make: its events, a view, or a call open before or after (on a
+        # step that moved none of them, most of a sweep's, none can).
+        if (ctx.by_session or ctx.view_changes or ctx.calls_changed) and (
+            not named.issuperset(ctx.by_session)
+            or not named.issuperset(map(_SESSION_OF_CHANGE, ctx.view_changes))
             or (
                 ctx.calls_changed
                 and not (named.issuperset(ctx.calls_before) and named.issuperset(self.t.open))
             )
         ):
             self._others(ctx, op, named)
-        if not isinstance(op, WAKING) and not ctx.busy_before:
-            sessions, before = self.t.sessions, ctx.calls_before
-            for sid in sorted(named) if len(named) > 1 else named:
-                if sid in sessions and sid not in before:  # known and idle (see _idle)
-                    self._idle(ctx, op, sid)
+        if isinstance(op, WAKING) or ctx.busy_before:
+            return
+        before = ctx.calls_before
+        for each in sorted(named) if len(named) > 1 else named:
+            if each in sessions and each not in before:  # known and idle
+                self._idle(ctx, op, each)
 
     def _others(self, ctx: StepCtx, op: Op, named: set[str]) -> None:
         """What the request changed in sessions it does not name."""
@@ -393,15 +402,15 @@ class IndependenceChecker(Checker):
             )
 
     def _idle(self, ctx: StepCtx, op: Op, sid: str) -> None:
-        """A request that does not wake ``sid`` starts no work there if idle.
+        """A request that does not wake ``sid`` (known, and idle) starts no work there.
         A group member after one that left the runner busy did not start
         quiescent: a wake an earlier member recorded may be taken in its step
         (an admission, then its wake, spec 3.6), so it is not judged."""
-        if sid not in self.t.sessions or sid in ctx.calls_before or ctx.busy_before:
-            return  # unknown, or busy: not a question of waking
         self.env.hit(NEEDS_WAKE)
-        work = _work(ctx, sid) if ctx.by_session else []
-        call = next((c for c in ctx.new_calls if c.session == sid), None) if ctx.new_calls else None
+        if not ctx.by_session and not ctx.new_calls:
+            return  # nothing started anywhere
+        work = _work(ctx, sid)
+        call = next((c for c in ctx.new_calls if c.session == sid), None)
         if work or call is not None:
             started = f"{work[0].type} at seq {work[0].seq}" if work else words.call(call)  # type: ignore[arg-type]
             self.env.fail(
@@ -426,7 +435,7 @@ class CompactionErrorChecker(Checker):
     ids = (COMPACTION_ERROR,)
     step_scoped = ("barrier", "waiting", "cont")
     ops = (Answer,)
-    refused = ()  # it judges answered requests only
+    answered = True
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)

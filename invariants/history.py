@@ -23,7 +23,7 @@ class ForkChecker(Checker):
     ids = (NO_PENDING, CUTOFF)
     step_scoped = ("parent_pending", "parent_rows", "parent_view", "forked")
     ops = (Fork,)
-    refused = ()  # it judges answered requests only
+    answered = True
     events = None
 
     def __init__(self, *args: Any) -> None:

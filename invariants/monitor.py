@@ -108,63 +108,96 @@ MonitorFactory = Callable[[Policy, dict[str, Any]], MonitorLike]
 Plan = tuple[tuple[Callable[..., None], int], ...]
 """A hook table's entry: the hooks to call, each as (its class's function,
 the position of its checker in the monitor)."""
-Tables = dict[str, dict[Any, Plan]]
-_TABLES: dict[tuple[type[Checker], ...], Tables] = {}
-_TABLE_NAMES = ("begin", "event", "end", "end_async")
 
 
-def _tables(kinds: tuple[type[Checker], ...]) -> Tables:
+class Tables:
     """The hook tables (``begin``, ``event``, ``end``, ``end_async``, each by
-    request or event type) of every monitor with these checker classes,
-    filled on demand by :func:`_plan`. A monitor and all its clones share
-    them (the explorer clones one per transition): the tables hold
-    functions and positions, not methods bound to one monitor's checkers."""
-    tables = _TABLES.get(kinds)
+    request or event type) of every monitor with these checker classes, for
+    the steps of concurrent groups (``grouped``) or for the others, filled on
+    demand by :func:`_plan`. A monitor and all its clones share them (the
+    explorer clones one per transition): the tables hold functions and
+    positions, not methods bound to one monitor's checkers."""
+
+    __slots__ = ("kinds", "grouped", "begin", "event", "end", "end_async")
+
+    def __init__(self, kinds: tuple[type[Checker], ...], grouped: bool) -> None:
+        self.kinds = kinds
+        self.grouped = grouped
+        self.begin: dict[Any, Plan] = {}
+        self.event: dict[Any, Plan] = {}
+        self.end: dict[Any, Plan] = {}
+        self.end_async: dict[Any, Plan] = {}  # a busy group member's end
+
+
+_TABLES: dict[tuple[tuple[type[Checker], ...], bool], Tables] = {}
+
+
+def _tables(kinds: tuple[type[Checker], ...], grouped: bool) -> Tables:
+    """The one :class:`Tables` of these checker classes, grouped or not."""
+    tables = _TABLES.get((kinds, grouped))
     if tables is None:
-        tables = _TABLES[kinds] = {name: {} for name in _TABLE_NAMES}
+        tables = _TABLES[kinds, grouped] = Tables(kinds, grouped)
     return tables
 
 
 STILL = "still"
 REFUSED = "refused"
+UNANSWERED = "unanswered"
 """The ``begin``, ``end`` and ``end_async`` tables hold the plan of a step
 that moved nothing under ``(request type, STILL)``, or ``(request type,
 REFUSED)`` if it was refused: without the checkers that have nothing to
-judge there (``Checker.moved_only``, ``still``, ``refused``)."""
+judge there (``Checker.moved_only``, ``still``, ``refused``, ``answered``,
+``refused_only``); and that of a step that moved but was not answered with
+a result (refused, crashed, its reply unseen) under ``(request type,
+UNANSWERED)``: without the ``Checker.answered`` ones. A step that moved and
+was answered, under its request type alone, leaves out the
+``Checker.refused_only`` ones."""
 
 
 def _judges_still(cls: type[Checker], op: Any, refused: bool) -> bool:
     """Does a checker's ``end`` judge a step of request type ``op`` that
     moved nothing (refused or not)?"""
-    if cls.moved_only:
+    if cls.moved_only or (refused and cls.answered):
         return False
     types = cls.refused if refused else cls.still
     return types is None or op in types
 
 
-def _plan(kinds: tuple[type[Checker], ...], name: str, kind: Any) -> Plan:
+def _plan(tables: Tables, name: str, kind: Any) -> Plan:
     """Which hooks table ``name`` calls for one request type (``begin``,
     ``end``, ``end_async``; ``(type, STILL)`` or ``(type, REFUSED)`` for a
-    step that moved nothing) or event type (``event``): those of the
-    checkers whose class defines the hook and cares about that type (on a
-    step that moved nothing, whose ``end`` judges it: a ``begin`` prepares
-    its checker's ``end``). The same for every monitor with these checker
-    classes, so computed once."""
-    table = _tables(kinds)[name]
+    step that moved nothing, ``(type, UNANSWERED)`` for one that moved
+    without a result) or event type (``event``): those of the checkers
+    whose class defines the hook and cares about that type (on a step that
+    moved nothing, whose ``end`` judges it; on one without a result, not
+    ``answered`` ones; on any but a refused or unanswered one, not
+    ``refused_only`` ones: a ``begin`` prepares its checker's ``end``), leaving
+    out the ``grouped_only`` ones from the tables of steps in no group. The
+    same for every monitor with these checker classes, so computed once."""
+    table = getattr(tables, name)
     plan = table.get(kind)
     if plan is None:
         chosen = []
-        still = type(kind) is tuple
-        op = kind[0] if still else kind
+        marked = type(kind) is tuple
+        op = kind[0] if marked else kind
+        unanswered = marked and kind[1] == UNANSWERED
+        still = marked and not unanswered
         refused = still and kind[1] == REFUSED
-        for i, cls in enumerate(kinds):
+        for i, cls in enumerate(tables.kinds):
+            if cls.grouped_only and not tables.grouped:
+                continue
             if name == "end_async":  # a busy group member's end: the checkers not quiescent
                 if cls.quiescent or cls.end is Checker.end:
                     continue
             elif getattr(cls, name) is getattr(Checker, name):
                 continue  # the base's no-op: never called
-            if still and cls.end is not Checker.end and not _judges_still(cls, op, refused):
-                continue
+            if name != "event":
+                if unanswered and cls.answered:
+                    continue
+                if cls.refused_only and not (unanswered or refused):
+                    continue  # an answer, or a still step not refused
+                if still and cls.end is not Checker.end and not _judges_still(cls, op, refused):
+                    continue
             cares = cls.events if name == "event" else cls.ops
             if cares is None or (op is not None and op in cares):
                 chosen.append((getattr(cls, "end" if name == "end_async" else name), i))
@@ -172,7 +205,7 @@ def _plan(kinds: tuple[type[Checker], ...], name: str, kind: Any) -> Plan:
     return plan
 
 
-_TABLE_ATTRIBUTES = ("_begin", "_end", "_end_async", "_events")
+_TABLE_ATTRIBUTES = ("_solo", "_grouped")
 _SHARED = frozenset({*_TABLE_ATTRIBUTES, "_kinds", "_sharing", "policy", "enabled"})
 """What a monitor's copies share: its hook tables, checker classes, which
 checkers they share, policy and enabled ids (never changed in place)."""
@@ -229,11 +262,8 @@ class Monitor:
 
     def _bind_tables(self) -> None:
         """The hook tables shared by every monitor with these checkers (:func:`_tables`)."""
-        tables = _tables(self._kinds)
-        self._begin = tables["begin"]
-        self._end = tables["end"]
-        self._end_async = tables["end_async"]  # a busy group member's
-        self._events = tables["event"]
+        self._solo = _tables(self._kinds, False)
+        self._grouped = _tables(self._kinds, True)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Monitor:
         """A copy that judges on independently (the explorer keeps one per
@@ -276,8 +306,7 @@ class Monitor:
             checkers[i] = checkers[i].clone(env)
         clone._kinds = self._kinds
         clone._sharing = self._sharing
-        clone._begin, clone._end, clone._events = self._begin, self._end, self._events
-        clone._end_async = self._end_async
+        clone._solo, clone._grouped = self._solo, self._grouped
         clone._finished = None
         return clone
 
@@ -318,33 +347,37 @@ class Monitor:
             or observed.calls is not None
             or ctx.crashed
         )
-        key = op_type if moved else (op_type, REFUSED if ctx.err else STILL)
-        begin = self._begin.get(key)
+        if moved:
+            key = op_type if ctx.ok else (op_type, UNANSWERED)
+        else:
+            key = (op_type, REFUSED if ctx.err else STILL)
+        tables = self._solo if ctx.group is None else self._grouped
+        begin = tables.begin.get(key)
         if begin is None:
-            begin = _plan(self._kinds, "begin", key)
+            begin = _plan(tables, "begin", key)
         for hook, i in begin:
             hook(checkers[i], ctx)
         if events:
-            table = self._events
+            table = tables.event
             index = ctx.index
             for ev in events:
                 sh = tracker.writable(ev.session, index)  # the shadow ``apply`` changes
                 hooks = table.get(ev.type)
                 if hooks is None:
-                    hooks = _plan(self._kinds, "event", ev.type)
+                    hooks = _plan(tables, "event", ev.type)
                 for event_hook, i in hooks:
                     event_hook(checkers[i], ctx, ev, sh)
                 tracker.apply(ctx, ev, sh)
         tracker.observe(ctx)
         # a group member while the runner worked (a crash ends that work)
         if (ctx.runner_busy or ctx.busy_before) and not ctx.crashed:
-            end = self._end_async.get(key)
+            end = tables.end_async.get(key)
             if end is None:
-                end = _plan(self._kinds, "end_async", key)
+                end = _plan(tables, "end_async", key)
         else:
-            end = self._end.get(key)
+            end = tables.end.get(key)
             if end is None:
-                end = _plan(self._kinds, "end", key)
+                end = _plan(tables, "end", key)
         for hook, i in end:
             hook(checkers[i], ctx)
         tracker.settle(ctx)

@@ -79,8 +79,7 @@ class ReuseChecker(Checker):
         self.judged = True
         if x not in self.t.namespace and x not in self.t.owners:
             return  # never used: no owner, live or first (most requests)
-        self.owner = self.t.owner_for(x, op)  # type: ignore[arg-type]
-        self.first = self.t.first_owner(x, op)  # type: ignore[arg-type]
+        self.owner, self.first = self.t.owned_by(x, op)  # type: ignore[arg-type]
         if self.owner is not None and not self.owner.copied:
             self.life = self.t.lives.get(x)
             self.state = self.life.state if self.life else ""
@@ -109,7 +108,8 @@ class ReuseChecker(Checker):
         if isinstance(op, Fork):
             self._copies(ctx)
             return
-        self._same_receipt(ctx)
+        if ctx.ok:
+            self._same_receipt(ctx)
         if not self.judged or (self.owner is None and self.first is None):
             return  # nothing to judge, or an ID never used
         kind = request_kind(op)
@@ -223,8 +223,7 @@ class ReuseChecker(Checker):
             )
 
     def _same_receipt(self, ctx: StepCtx) -> None:
-        if not ctx.ok:
-            return
+        """An answered retry returns its original receipt."""
         x = ctx.result.get("input") or ""
         life = self.t.lives.get(x)
         if life is None or life.receipt is None or life.row.session != ctx.session:
@@ -273,7 +272,7 @@ class ErrorChecker(Checker):
 
     ids = (ERR_NOTHING,)
     ops = None
-    still = ()  # it judges errors only
+    refused_only = True
 
     def end(self, ctx: StepCtx) -> None:
         if not ctx.err:
@@ -314,6 +313,7 @@ class ConcurrentRetryChecker(Checker):
 
     ids = (CONCURRENT,)
     ops = (Prompt, Synthetic, Compact)
+    grouped_only = True
     events = ("admitted", "compaction_admitted")
 
     def __init__(self, *args: Any) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from ..model.ops import (
@@ -38,6 +39,7 @@ from ..model.ops import (
     Create,
     Fork,
     Hello,
+    Interrupt,
     Op,
     Prompt,
     RevertStage,
@@ -213,6 +215,11 @@ class SessionShadow:
         return sh
 
 
+NONE: Any = MappingProxyType({})
+"""The empty container a ``StepCtx`` holds until the step moves something
+into it: read-only, so a write that forgot to make its own fails at once."""
+
+
 class StepCtx:
     """Facts about one step, gathered while the tracker applies it."""
 
@@ -278,16 +285,23 @@ class StepCtx:
         self.finish: str | None = None
         self.calls_before = calls_before  # session -> open call, at the start
         self.calls_changed = False
-        self.new_calls: list[Call] = []
-        self.by_session: dict[str, list[Event]] = {}
-        self.promoted: dict[str, list[tuple[Event, Row | None]]] = {}
-        self.p0: dict[str, list[Row]] = {}  # pending rows when the boundary read the inbox
-        self.admitted: dict[str, tuple[Event, Row]] = {}  # fresh admissions of this step
-        self.view_changes: list[tuple[str, str, tuple[Any, ...], tuple[Any, ...]]] = []
-        self.at_wake: dict[str, int] = {}  # pending count when the request's work began
-        self.exec_started: dict[str, int] = {}
-        self.fork_from_view: set[str] = set()
-        self.collisions: list[tuple[str, str]] = []  # (copy id, the session already holding it)
+        # What the step moved, filled by the tracker as it applies the step.
+        # Each starts as the one shared empty (read-only: ``NONE``) and is
+        # made when the tracker first adds to it (never emptied again): most
+        # steps move little, and these ten containers were most of a step's
+        # own cost.
+        self.new_calls: list[Call] = NONE
+        self.by_session: dict[str, list[Event]] = NONE
+        self.promoted: dict[str, list[tuple[Event, Row | None]]] = NONE
+        self.p0: dict[str, list[Row]] = NONE  # pending rows when the boundary read the inbox
+        self.admitted: dict[str, tuple[Event, Row]] = NONE  # fresh admissions of this step
+        self.view_changes: list[tuple[str, str, tuple[Any, ...], tuple[Any, ...]]] = NONE
+        # The pending count when the session's work in this step began (its
+        # first execution event), for each session that started work.
+        self.at_wake: dict[str, int] = NONE
+        self.exec_started: dict[str, int] = NONE
+        self.fork_from_view: set[str] = NONE
+        self.collisions: list[tuple[str, str]] = NONE  # (copy id, the session already holding it)
         # A member of a concurrent group after which the target's runner still
         # had work (trace.record.group_of): its observation is not quiescent,
         # so what the runner does next (a wake's execution, a boundary's call,
@@ -362,13 +376,11 @@ def _same_plain(a: Any, b: Any) -> bool:
 
 
 def request_kind(op: Op | None) -> str | None:
-    if isinstance(op, Prompt):
-        return "user"
-    if isinstance(op, Synthetic):
-        return "synthetic"
-    if isinstance(op, Compact):
-        return "compaction"
-    return None
+    """The kind of input an admitting request makes (None: it admits none)."""
+    return _KINDS.get(type(op))
+
+
+_KINDS: dict[type, str] = {Prompt: "user", Synthetic: "synthetic", Compact: "compaction"}
 
 
 class Tracker:
@@ -473,26 +485,28 @@ class Tracker:
             return "steer"
         return d
 
-    def owner_for(self, x: str, op: Op) -> Owner | None:
-        """The live owner of ``x`` as the request is judged. A prompt that
-        arrives under a staged revert is judged as if the revert were
-        committed just before it (protocol; ``staged_revert_prompt =
-        "commits"``), so an ID the revert would discard is free."""
-        o = self.owners.get(x)
-        return None if o is not None and self._staged_discards(x, o, op) else o
+    def owned_by(self, x: str, op: Op) -> tuple[Owner | None, Owner | None]:
+        """Whom ``x`` belongs to as the request is judged: its live owner, and
+        its owner for good (its first, or a freed one where ``ended_ids =
+        "freed_by_revert"`` freed it).
 
-    def first_owner(self, x: str, op: Op) -> Owner | None:
-        """Whom ``x`` belongs to for good as the request is judged: its first
-        owner, or a freed one where ``ended_ids = "freed_by_revert"`` freed it
-        (a committed revert truncated it, or the staged revert this prompt
-        commits first will)."""
+        A prompt that arrives under a staged revert is judged as if the
+        revert were committed just before it (protocol; ``staged_revert_prompt
+        = "commits"``): an ID the revert would discard has no live owner, and
+        its owner for good is freed as a committed revert would free it.
+        (One look at the staged revert for both.)"""
+        live = self.owners.get(x)
         first = self.namespace.get(x)
-        if first is None or first.freed or first.copied:
-            return first
-        o = self.owners.get(x)
-        if o is None or not self._staged_discards(x, o, op):
-            return first
-        return _freed(first) if self.policy.ended_ids == "freed_by_revert" else first
+        if live is None or not self._staged_discards(x, live, op):
+            return live, first
+        if (
+            first is not None
+            and not first.freed
+            and not first.copied
+            and self.policy.ended_ids == "freed_by_revert"
+        ):
+            first = _freed(first)
+        return None, first
 
     def _staged_discards(self, x: str, o: Owner, op: Op) -> bool:
         """Whether the staged revert a prompt commits first discards ``x``."""
@@ -590,15 +604,22 @@ class Tracker:
         """Fold one durable event into its session's shadow ``sh`` (the
         session's :meth:`writable` shadow)."""
         sid = ev.session
-        bucket = ctx.by_session.get(sid)
+        by_session = ctx.by_session
+        if not by_session:
+            by_session = ctx.by_session = {}
+        bucket = by_session.get(sid)
         if bucket is None:
-            bucket = ctx.by_session[sid] = []
+            bucket = by_session[sid] = []
         bucket.append(ev)
         kind = ev.type
         if kind in EXEC_TYPES:
             if sid not in ctx.at_wake:
+                if not ctx.at_wake:
+                    ctx.at_wake = {}
                 ctx.at_wake[sid] = len(sh.pending)
             if kind in ("promoted", "step_started") and sid not in ctx.p0:
+                if not ctx.p0:
+                    ctx.p0 = {}
                 ctx.p0[sid] = list(sh.pending.values())
         handler = _APPLY.get(kind)
         if handler is not None:
@@ -619,6 +640,8 @@ class Tracker:
                 self.step_limit = ctx.result.get("step_limit", self.step_limit)
                 self.features = set(ctx.result.get("features", self.features))
         observed = step.observed
+        if observed.pending or observed.transcript:
+            ctx.view_changes = []
         for sid, rows in observed.pending:
             sh = self.session(sid, i)
             ctx.view_changes.append((sid, "pending", sh.view_pending, rows))
@@ -638,28 +661,42 @@ class Tracker:
             by_id = {c.call: c for c in calls}
             opened: dict[str, Call] = {}
             count: dict[str, int] = {}
+            new_calls = []
             for c in calls:
                 opened[c.session] = c
                 count[c.session] = count.get(c.session, 0) + 1
                 if c.call not in before:
-                    ctx.new_calls.append(c)
+                    new_calls.append(c)
+            if new_calls:
+                ctx.new_calls = new_calls
             self.calls_by_id, self.open, self.open_count = by_id, opened, count
             ctx.calls_changed = True
         if ctx.crashed:
             self.last_crash = i
             self._close_executions(i)
-        named = self.sessions.get(ctx.session) if ctx.session is not None else None
-        if named is not None and named.id not in ctx.at_wake:
-            ctx.at_wake[named.id] = len(named.pending)
         for c in ctx.new_calls:
             if c.kind == "step" and c.session not in ctx.p0:
                 calling = self.sessions.get(c.session)
+                if not ctx.p0:
+                    ctx.p0 = {}
                 ctx.p0[c.session] = list(calling.pending.values()) if calling else []
         self.last_index = i
 
     def settle(self, ctx: StepCtx) -> None:
         """Update the volatile drain facts once every checker saw the step."""
         op = ctx.op
+        if not (
+            ctx.crashed
+            or ctx.calls_changed
+            or ctx.by_session
+            or ctx.answered is not None
+            or (ctx.ok and isinstance(op, _SETTLES))
+        ):
+            # Nothing it tracks moved (most steps of a sweep: a read, a refused
+            # request, a resume that joined its call): no call opened or closed
+            # (so no session went idle), no event, no answer, and no admission
+            # or interrupt answered, whose receipt, doorbell or reset is kept.
+            return
         i = ctx.index
         if ctx.crashed:
             for each in self.sessions:
@@ -789,6 +826,8 @@ class Tracker:
     def _own_copy(self, ctx: StepCtx, session: str, mid: str, kind: str) -> None:
         held = self.namespace.get(mid)
         if held is not None:
+            if not ctx.collisions:
+                ctx.collisions = []
             ctx.collisions.append((mid, held.session))
         else:
             self.namespace[mid] = Owner(session, kind, True, ctx.index)
@@ -820,6 +859,11 @@ class Tracker:
             self.namespace[x] = owner
 
 
+_SETTLES = (Prompt, Synthetic, Compact, Interrupt)
+"""The requests whose answer alone changes what ``Tracker.settle`` keeps: an
+admission's receipt and the doorbell it rings, an interrupt's reset."""
+
+
 def _freed(owner: Owner) -> Owner:
     return Owner(owner.session, owner.type, owner.copied, owner.step, True)
 
@@ -847,6 +891,8 @@ def _admitted(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
         life.delivery = t.delivery(mine)
     t.lives[x] = life
     t.mine_lives.add(x)
+    if not ctx.admitted:
+        ctx.admitted = {}
     ctx.admitted[x] = (ev, row)
 
 
@@ -859,6 +905,8 @@ def _compaction_admitted(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow)
     t._own(x, Owner(sh.id, "compaction", False, ctx.index))
     t.lives[x] = Life(row, payload="{}")
     t.mine_lives.add(x)
+    if not ctx.admitted:
+        ctx.admitted = {}
     ctx.admitted[x] = (ev, row)
 
 
@@ -880,9 +928,12 @@ def _promoted(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
         if row is not None:
             life.state = "visible"
             life.promoted_step = ctx.index
-    batch = ctx.promoted.get(sh.id)
+    promoted = ctx.promoted
+    if not promoted:
+        promoted = ctx.promoted = {}
+    batch = promoted.get(sh.id)
     if batch is None:
-        batch = ctx.promoted[sh.id] = []
+        batch = promoted[sh.id] = []
     batch.append((ev, row))
 
 
@@ -938,6 +989,8 @@ def _forked(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
     sh.fork_seq = sh.fork_floor = floor if isinstance(floor, int) else None
     messages = data.get("messages")
     if not isinstance(messages, list):
+        if not ctx.fork_from_view:
+            ctx.fork_from_view = set()
         ctx.fork_from_view.add(sh.id)
         return
     for m in messages:
@@ -955,6 +1008,8 @@ def _execution_started(t: Tracker, ctx: StepCtx, ev: Event, sh: SessionShadow) -
     t.emits_exec = True
     sh.exec_open = True
     sh.exec_step = ctx.index
+    if not ctx.exec_started:
+        ctx.exec_started = {}
     ctx.exec_started[sh.id] = ctx.exec_started.get(sh.id, 0) + 1
 
 
