@@ -174,10 +174,10 @@ def _plan(tables: Tables, name: str, kind: Any) -> Plan:
     ``refused_only`` ones: a ``begin`` prepares its checker's ``end``), leaving
     out the ``grouped_only`` ones from the tables of steps in no group. The
     same for every monitor with these checker classes, so computed once."""
-    table = getattr(tables, name)
+    table: dict[Any, Plan] = getattr(tables, name)
     plan = table.get(kind)
     if plan is None:
-        chosen = []
+        chosen: list[tuple[Callable[..., None], int]] = []
         marked = type(kind) is tuple
         op = kind[0] if marked else kind
         unanswered = marked and kind[1] == UNANSWERED
