@@ -5,7 +5,9 @@ modest gain).
 Each interpreter named runs, under ``valgrind --tool=callgrind``, the
 search of ``--sessions`` sessions, pool ``--pool``, the full alphabet,
 under g4, in process, to ``--depth``; the same script with depth 0 is
-subtracted, so start-up and imports are left out. It prints the keys,
+subtracted, so start-up and imports are left out. The release side is an
+interpreter of a release's environment, e.g. one ``bench_explore.py --base
+REF --base-keep DIR`` built (``DIR/<commit>/venv/bin/python``). It prints the keys,
 judged and slept transitions (which must not change with a pass that only
 makes the search cheaper) and the instructions. Depth 2 takes about half
 a minute under valgrind, depth 3 some ten.
@@ -25,7 +27,11 @@ SCRIPT = """
 import sys
 from inboxsim.invariants import Monitor
 from inboxsim.model import PRESETS
-from inboxsim.search import explore as ex, world
+try:
+    from inboxsim.search import explore as ex, world
+except ImportError:  # a release before the search moved from sim/ to search/
+    from inboxsim.sim import explore as ex
+    world = ex
 depth, sessions, pool = map(int, sys.argv[1:4])
 if depth:
     r = ex.explore(PRESETS["g4"], Monitor, sessions, depth, world.DEFAULT_STEP_LIMIT,
