@@ -32,7 +32,8 @@ from inboxsim.model import (
 )
 from inboxsim.sim.run import RunOptions, RunResult, run_decisions, run_seed
 from inboxsim.trace.encode import step_text, trace_hash_of
-from inboxsim.trace.record import Observed, Step, canonical, step_wire, trace_hash
+from inboxsim.trace.probes import ProbeFold
+from inboxsim.trace.record import NOTHING, Observed, Step, canonical, step_wire, trace_hash
 from tests.sim_helpers import StubMonitor, StubViolation, checkers
 
 OPTIONS = RunOptions(ops=100)
@@ -375,3 +376,21 @@ def test_the_models_reply_texts_are_the_canonical_text_of_their_results() -> Non
             assert reply.text == canonical(reply.result), op
             assert reply == Ok(reply.result)  # not compared: a function of the result
     assert written == 6
+
+
+def test_the_probes_skipping_unchanged_steps_count_what_they_would_have() -> None:
+    """ProbeFold skips the observation of a step that changed nothing (the
+    shared NOTHING): fed the same steps each with an equal observation of its
+    own (not skipped), it counts the same hits, sequential runs and grouped."""
+    compared = 0
+    for concurrency in (1, 2):
+        for seed in range(40):
+            result = _run(seed, options=RunOptions(ops=100, concurrency=concurrency))
+            fold = ProbeFold()
+            for step in result.trace.steps:
+                if step.observed is NOTHING:
+                    step = dataclasses.replace(step, observed=Observed())
+                    compared += 1
+                fold.feed(step)
+            assert fold.hits == result.probes, seed
+    assert compared > 1000
