@@ -152,8 +152,14 @@ def append(
     text = data if isinstance(data, str) else encode_json(data)
     event = Event(session_id, log.next_seq, type_, time, input_id, text)
     new_log = project(log, event, policy)
-    owners = _reindex(store.owners, log, new_log, event, policy)
+    owners = store.owners
+    if type_ in _REINDEXED:  # most events own no ID: the index is kept as it is
+        owners = _reindex(owners, log, new_log, event, policy)
     return Store({**store.sessions, session_id: new_log}, owners), event
+
+
+# The events after which _reindex may change the ID index (it says why).
+_REINDEXED = frozenset({"admitted", "compaction_admitted", "forked", "revert_committed"})
 
 
 def _reindex(

@@ -258,9 +258,10 @@ def _safety(
 ) -> tuple[bool, int]:
     """The fault phase; returns (stopped by a violation, the clock)."""
     tick = swarm.tick + 1
+    racing = workload.races is not None  # a sequential run asks no race question
     for _ in range(ops):
         now += ch.below(tick)
-        raced = workload.race(rec.view, now)
+        raced = workload.race(rec.view, now) if racing else None
         if raced is not None:
             if _group(rec, target, workload, ch, *raced):
                 return True, now

@@ -309,14 +309,10 @@ class Workload:
     # --- choices shared by the families --------------------------------------
 
     def _session(self, view: View) -> str:
-        if self.ch.chance(self.swarm.unknown_session_rate):
-            return UNKNOWN_SESSION
-        return self.ch.pick(view.sessions)
+        return self.ch.pick_or(self.swarm.unknown_session_rate, UNKNOWN_SESSION, view.sessions)
 
     def _input_id(self) -> str | None:
-        if self.ch.chance(self.swarm.omit_id_rate):
-            return None
-        return self.ch.pick(self.ids)
+        return self.ch.pick_or(self.swarm.omit_id_rate, None, self.ids)
 
     def _metadata(self) -> dict[str, int | float] | None:
         if self._metadata_ok and self.ch.chance(self.swarm.metadata_rate):

@@ -14,6 +14,7 @@ import pytest
 
 from inboxsim.model import Event, Prompt, State
 from inboxsim.model.frozen import fast_init
+from inboxsim.model.store import Store
 from inboxsim.model.values import Receipt
 from inboxsim.trace.record import NOTHING, Observed, Step
 
@@ -74,13 +75,15 @@ def test_refuses_what_it_would_not_serve() -> None:
     for cls in (Checked, Mutable, KeywordOnly):
         with pytest.raises(TypeError, match="fast_init"):
             fast_init(cls)
-    assert State.__init__.__qualname__ == "State.__init__"
+    assert State.__new__.__qualname__ == "State.__new__"  # wide: built in __new__
+    assert Store.__init__.__qualname__ == "Store.__init__"  # two fields: in __init__
 
 
 def test_a_value_built_through_its_twin_is_the_dataclass_value() -> None:
-    """From ``SWAP_FIELDS`` fields on an instance is built as a twin class
-    and turned back; what a user sees is the frozen class's value, and a
-    subclass's instance (another layout) still gets every field."""
+    """From ``TWIN_FIELDS`` fields on an instance is built in ``__new__`` as a
+    twin class and turned into the frozen one; what a user sees is the frozen
+    class's value (copied and pickled too), and a subclass's instance (another
+    layout), plain or a dataclass with fields of its own, gets every field."""
 
     def make(with_fast: bool) -> Any:
         @dataclass(frozen=True, slots=True)
@@ -95,7 +98,7 @@ def test_a_value_built_through_its_twin_is_the_dataclass_value() -> None:
         return fast_init(Wide) if with_fast else Wide
 
     fast, plain = make(True), make(False)
-    assert "_twin" in fast.__init__.__globals__  # this width takes the twin path
+    assert "_twin" in fast.__new__.__globals__  # this width takes the twin path
     value = fast(1, "b", 3, "d", f={"k": 1})
     assert type(value) is fast
     assert dataclasses.astuple(value) == dataclasses.astuple(plain(1, "b", 3, "d", f={"k": 1}))
@@ -111,6 +114,18 @@ def test_a_value_built_through_its_twin_is_the_dataclass_value() -> None:
 
     sub = Sub(1, "b", 3, "d")
     assert type(sub) is Sub and dataclasses.astuple(sub) == (1, "b", 3, "d", (), {})
+    # (A local class does not pickle; copy takes pickle's path: __reduce_ex__.)
+    assert type(copy.copy(sub)) is Sub
+    assert dataclasses.astuple(copy.deepcopy(sub)) == dataclasses.astuple(sub)
+
+    @dataclass(frozen=True, slots=True)
+    class Wider(fast):  # type: ignore[valid-type, misc]
+        g: int = 7
+
+    wider = Wider(1, "b", 3, "d", g=8)
+    assert type(wider) is Wider and dataclasses.astuple(wider) == (1, "b", 3, "d", (), {}, 8)
+    assert copy.deepcopy(wider) == wider and copy.copy(wider) == wider
+    assert fast_init(Wider)(1, "b", 3, "d", g=9).g == 9  # and made fast in turn
     prompt = Prompt(5, session="s", input="in-1", text="t", delivery="queue")
     assert type(prompt) is Prompt and (prompt.now, prompt.delivery) == (5, "queue")
     with pytest.raises(dataclasses.FrozenInstanceError):

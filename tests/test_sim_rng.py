@@ -32,6 +32,31 @@ def test_replaying_the_decisions_repeats_every_choice() -> None:
     assert again.decisions == live.decisions
 
 
+def test_a_pick_or_is_a_chance_then_a_pick() -> None:
+    """``pick_or(p, other, options)`` draws and records what ``other if
+    chance(p) else pick(options)`` does, live and replayed (an edited list
+    too: clamped values, a list that runs out), certain and one-option cases
+    included; and ``pick`` is ``options[below(len(options))]``."""
+
+    def program(ch: Chooser, fused: bool) -> list[object]:
+        out: list[object] = []
+        for i in range(300):
+            p = (0.0, 0.2, 0.5, 1.0, 0.9)[i % 5]
+            options = "abcde"[: 1 + i % 5]
+            if fused:
+                out.append(ch.pick_or(p, None, options))
+                out.append(ch.pick(options))
+            else:
+                out.append(None if ch.chance(p) else options[ch.below(len(options))])
+                out.append(options[ch.below(len(options))])
+        return out
+
+    for make in (lambda: seeded(5), lambda: replayer([3, -1, 9, 1, 0, 2] * 40)):
+        fused, plain = make(), make()
+        assert program(fused, True) == program(plain, False)
+        assert fused.decisions == plain.decisions and len(plain.decisions) > 200
+
+
 def test_the_same_seed_makes_the_same_choices() -> None:
     assert _script(seeded(11)) == _script(seeded(11))
     assert _script(seeded(11)) != _script(seeded(12))

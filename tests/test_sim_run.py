@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
 import subprocess
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from inboxsim.model import (
     G4,
+    OPS,
     PRESETS,
     Compact,
     Crashed,
@@ -22,6 +24,7 @@ from inboxsim.model import (
     Hello,
     Log,
     Ok,
+    Op,
     Prompt,
     Synthetic,
     apply,
@@ -29,7 +32,8 @@ from inboxsim.model import (
 )
 from inboxsim.sim.run import RunOptions, RunResult, run_decisions, run_seed
 from inboxsim.trace.encode import step_text, trace_hash_of
-from inboxsim.trace.record import Observed, Step, canonical, step_wire, trace_hash
+from inboxsim.trace.probes import ProbeFold
+from inboxsim.trace.record import NOTHING, Observed, Step, canonical, step_wire, trace_hash
 from tests.sim_helpers import StubMonitor, StubViolation, checkers
 
 OPTIONS = RunOptions(ops=100)
@@ -290,6 +294,56 @@ def test_a_step_text_is_the_canonical_text_of_its_wire_form() -> None:
                 )
 
 
+# Values a request field may hold, of every kind the writer tells apart:
+# None (left out), strings (non-ASCII, escapes, empty), an int and a bool of
+# the same value, a float, tuples (written as lists), a dict.
+FIELD_VALUES: tuple[Any, ...] = (
+    None,
+    "",
+    's\u00e91\n\u2603"',
+    1,
+    True,
+    0,
+    False,
+    1.5,
+    (),
+    ("f", {"b": 1.0, "a": [True, None]}),
+    {"z": 1.5, "a": {"y": 2.0}},
+)
+
+
+def test_every_request_writer_writes_the_canonical_text_of_its_wire_form() -> None:
+    """The generated request writers (one per operation class, and one for a
+    class OPS does not list, written when first met): every field of every
+    class takes each kind of value in turn, the other fields holding their
+    defaults, then all of them at once; the text is the encoder's of the wire form."""
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Odd(Op):  # keys on both sides of "now" and "op", and one between
+        OP: ClassVar[str] = "odd"
+        a: int = 0
+        nz: str | None = None
+        z: tuple[int, ...] | None = None
+
+    checked = 0
+    for cls in [*OPS.values(), Odd]:
+        names = [f.name for f in dataclasses.fields(cls) if f.name != "now"]
+        for value in FIELD_VALUES:
+            clocks = [{"now": value}]  # None too: the wire form writes it (null)
+            alone = [{"now": 7, name: value} for name in names]
+            every = {"now": 7, **dict.fromkeys(names, value)}
+            for kwargs in [*clocks, *alone, every]:
+                op = cls(**kwargs)
+                for crash_at in (None, "mid_promotion", "\u00e9"):
+                    step = Step(0, "safety", "request", "d", op, crash_at, None, Observed())
+                    assert step_text(step)[0] == canonical(step_wire(step)["request"]), (
+                        op,
+                        crash_at,
+                    )
+                    checked += 1
+    assert checked > 1000
+
+
 def test_the_models_reply_texts_are_the_canonical_text_of_their_results() -> None:
     """Receipts and logs carry their result's text (``Ok.text``), written by
     hand; on the values a seeded run seldom sends it is still the encoder's."""
@@ -322,3 +376,21 @@ def test_the_models_reply_texts_are_the_canonical_text_of_their_results() -> Non
             assert reply.text == canonical(reply.result), op
             assert reply == Ok(reply.result)  # not compared: a function of the result
     assert written == 6
+
+
+def test_the_probes_skipping_unchanged_steps_count_what_they_would_have() -> None:
+    """ProbeFold skips the observation of a step that changed nothing (the
+    shared NOTHING): fed the same steps each with an equal observation of its
+    own (not skipped), it counts the same hits, sequential runs and grouped."""
+    compared = 0
+    for concurrency in (1, 2):
+        for seed in range(40):
+            result = _run(seed, options=RunOptions(ops=100, concurrency=concurrency))
+            fold = ProbeFold()
+            for step in result.trace.steps:
+                if step.observed is NOTHING:
+                    step = dataclasses.replace(step, observed=Observed())
+                    compared += 1
+                fold.feed(step)
+            assert fold.hits == result.probes, seed
+    assert compared > 1000

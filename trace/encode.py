@@ -12,12 +12,12 @@ checks that both equal what :mod:`inboxsim.trace.record` computes generically
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import fields
 from json.encoder import encode_basestring
 from typing import Any
 
-from ..model import Call, Err, Event, Ok, Op, Reply
+from ..model import OPS, Call, Err, Event, Ok, Op, Reply
 from ..model.values import encode_json as _encode
 from .record import NOTHING, MessageView, Observed, PendingView, Step, TraceHeader, reply_wire
 
@@ -35,50 +35,93 @@ def step_text(step: Step) -> StepText:
     parses each event's data (already canonical text) only to encode it again.
     """
     request = step.request
-    request_text = "null" if request is None else _request_text(request, step.crash_at)
+    if request is None:
+        request_text = "null"
+    else:
+        writer = _REQUEST_WRITERS.get(type(request)) or _request_writer(type(request))
+        request_text = writer(request, step.crash_at)
     return request_text, _reply_text(step.reply), observed_text(step.observed)
 
 
-def _request_text(op: Op, crash_at: str | None) -> str:
-    """``canonical(op.to_wire() | {"crash_at": crash_at})``, the ``None``
-    fields (and a ``None`` crash_at) left out, tuples as lists."""
-    keys = _REQUEST_KEYS.get((type(op), crash_at is not None))
-    if keys is None:
-        keys = _request_keys(op, crash_at is not None)
-    parts = []
-    for name, head in keys:
+def _value_text(value: Any) -> str:
+    """The canonical text of one request field's value (not None)."""
+    kind = type(value)
+    if kind is str:
+        return _string(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
+    return _encode(list(value) if kind is tuple else value)
+
+
+RequestWriter = Callable[[Op, "str | None"], str]
+
+# Operation class -> its request writer (below); one per class in OPS, written
+# at import, and one for any other class when first met (tests make some).
+_REQUEST_WRITERS: dict[type, RequestWriter] = {}
+
+# The text of a value of a field declared of this type (the ``None`` left
+# out), for the value of that type (tested inline), else :func:`_value_text`.
+_WRITE_AS = {
+    "str": "_string(value) if type(value) is str else _value_text(value)",
+    "int": "str(value) if type(value) is int else _value_text(value)",
+    "bool": "('true' if value else 'false') if type(value) is bool else _value_text(value)",
+}
+
+
+def _request_writer(cls: type[Op]) -> RequestWriter:
+    """A function writing ``canonical(op.to_wire() | {"crash_at": crash_at})``
+    for a ``cls`` operation: the ``None`` fields (and a ``None`` crash_at)
+    left out, tuples as lists, keys in sorted order written out, as
+    :mod:`..model.frozen` writes ``__init__``.
+
+    Why generated: a loop over the fields paid, per field, a lookup by name
+    and the tests of which key it is; here each field is read as an attribute,
+    its value's type tested against the field's declared one (that one
+    written inline, any other by :func:`_value_text`), and the whole text
+    built at once. ``now`` and ``op`` are always there: a key sorted before
+    them carries the comma after it, one sorted after them the comma before.
+    """
+    declared = {f.name: str(f.type).removesuffix(" | None") for f in fields(cls)}
+    declared["crash_at"] = "str"
+    lines, text = [], ""  # text: the returned f-string's body
+    for name in sorted([*declared, "op"]):
+        key = _string(name) + ":"
         if name == "op":
-            value: Any = op.OP
-        elif name == "crash_at":
-            value = crash_at
+            text += _braces("," + key + _string(cls.OP))
+            continue
+        write = _WRITE_AS.get(declared[name], "_value_text(value)")
+        lines.append(f"value = {'crash_at' if name == 'crash_at' else 'op.' + name}")
+        if name == "now":
+            lines.append(f"field_now = {write}")
+        elif name < "now":
+            lines.append(f"field_{name} = '' if value is None else {key!r} + ({write}) + ','")
         else:
-            value = getattr(op, name)
-            if value is None:
-                continue
-        kind = type(value)
-        if kind is str:
-            parts.append(head + _string(value))
-        elif kind is int:
-            parts.append(head + int.__repr__(value))
-        elif kind is bool:
-            parts.append(head + ("true" if value else "false"))
-        else:
-            parts.append(head + _encode(list(value) if kind is tuple else value))
-    return "{" + ",".join(parts) + "}"
+            lines.append(f"field_{name} = '' if value is None else {',' + key!r} + ({write})")
+        text += (_braces(key) if name == "now" else "") + "{field_" + name + "}"
+    if "'" in text or "\\" in text:  # not from identifiers: refused, not miswritten
+        raise TypeError(f"{cls.__name__}: a request writer takes identifiers as keys and OP")
+    source = (
+        "def write(op, crash_at):\n"
+        + "".join(f"    {line}\n" for line in lines)
+        + f"    return f'{{{{{text}}}}}'\n"
+    )
+    namespace: dict[str, Any] = {"_string": _string, "_value_text": _value_text}
+    exec(source, namespace)  # noqa: S102 (generated from field names only)
+    writer: RequestWriter = namespace["write"]
+    writer.__qualname__ = f"write_{cls.__name__}"
+    _REQUEST_WRITERS[cls] = writer
+    return writer
 
 
-# (operation type, with crash_at) -> its wire keys in sorted order, each with
-# its text ('"key":'), looked up once (dataclasses.fields is slow).
-_REQUEST_KEYS: dict[tuple[type, bool], tuple[tuple[str, str], ...]] = {}
+def _braces(literal: str) -> str:
+    """``literal`` as a part of an f-string's body."""
+    return literal.replace("{", "{{").replace("}", "}}")
 
 
-def _request_keys(op: Op, crash: bool) -> tuple[tuple[str, str], ...]:
-    names = ["op", "now", *(f.name for f in fields(op) if f.name != "now")]
-    if crash:
-        names.append("crash_at")
-    keys = tuple((name, _string(name) + ":") for name in sorted(names))
-    _REQUEST_KEYS[(type(op), crash)] = keys
-    return keys
+for _op_class in OPS.values():
+    _request_writer(_op_class)
 
 
 def _reply_text(reply: Reply | None) -> str:

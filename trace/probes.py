@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from ..model import Answer, Compact, Crashed, Fork, Interrupt, Ok, Prompt, Synthetic
-from .record import Step
+from .record import NOTHING, Step
 from .view import View
 
 
@@ -150,11 +150,14 @@ class ProbeFold:
                 self._hit("answer.error")
         elif reply is not None and reply.code in _CONFLICTS:
             self._hit("conflict.refused")
-        self._events(step)
-        view.absorb(step.observed)
-        for _, rows in step.observed.pending:
-            if _steer_behind_barrier(rows):
-                self._hit("barrier.steers_waiting")
+        if step.observed is not NOTHING:  # most reads and refusals change nothing
+            self._events(step)
+            view.absorb(step.observed)
+            for _, rows in step.observed.pending:
+                if _steer_behind_barrier(rows):
+                    self._hit("barrier.steers_waiting")
+        if step.kind == "crash" or isinstance(reply, Crashed):
+            self.followup.clear()  # volatile: the execution died
 
     # --- the situations ----------------------------------------------------------
 
@@ -230,8 +233,6 @@ class ProbeFold:
                 gone = _discarded_synthetics(view, e.session, step)
                 if gone:
                     self._hit("revert.discards_synthetic")
-        if isinstance(step.reply, Crashed) or step.kind == "crash":
-            self.followup.clear()  # volatile: the execution died
 
 
 def _identity(op: Prompt | Synthetic | Compact) -> tuple[tuple[str, str], ...]:
