@@ -106,7 +106,7 @@ def _function(name: str, args: list[str], body: list[str]) -> str:
     return f"def {name}({', '.join(args)}):\n" + "".join(f"    {b}\n" for b in body or ["pass"])
 
 
-def _subclassed(sub: type, **kwargs: Any) -> None:
+def _subclassed(sub: type[Any], /, **kwargs: Any) -> None:
     """A subclass of a class built in ``__new__`` gets a ``__new__`` of its
     own: one taking any arguments (a dataclass subclass has fields of its
     own), which its own ``__init__`` stores; a subclass without one (it
@@ -114,10 +114,10 @@ def _subclassed(sub: type, **kwargs: Any) -> None:
     setattr(sub, "__new__", staticmethod(_subclass_new))  # noqa: B010
 
 
-def _subclass_new(cls: type, *args: Any, **kwargs: Any) -> Any:
-    self = object.__new__(cls)
+def _subclass_new(cls: type[Any], *args: Any, **kwargs: Any) -> Any:
+    self: Any = object.__new__(cls)
     if cls.__init__ is object.__init__:
-        cls._fields_init(self, *args, **kwargs)  # type: ignore[attr-defined]
+        cls._fields_init(self, *args, **kwargs)
     return self
 
 
