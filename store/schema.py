@@ -145,7 +145,11 @@ def row_counts(con: Any) -> dict[str, int]:
     return {table: int(n) for table, n in rows}
 
 
-def record_row_counts(con: Any) -> None:
-    """Record :func:`row_counts` in ``meta`` (inside the caller's transaction)."""
-    text = json.dumps(row_counts(con), sort_keys=True, separators=(",", ":"))
+def record_row_counts(con: Any, counts: dict[str, int] | None = None) -> dict[str, int]:
+    """Record ``counts`` (by default :func:`row_counts`) in ``meta``, inside
+    the caller's transaction; return them."""
+    if counts is None:
+        counts = row_counts(con)
+    text = json.dumps(counts, sort_keys=True, separators=(",", ":"))
     con.execute("INSERT OR REPLACE INTO meta VALUES ('row_counts', ?)", [text])
+    return counts
