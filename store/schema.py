@@ -151,5 +151,9 @@ def record_row_counts(con: Any, counts: dict[str, int] | None = None) -> dict[st
     if counts is None:
         counts = row_counts(con)
     text = json.dumps(counts, sort_keys=True, separators=(",", ":"))
-    con.execute("INSERT OR REPLACE INTO meta VALUES ('row_counts', ?)", [text])
+    # An update where the row is there (every write but a new store's first):
+    # an upsert checks its key against the table's index on top.
+    row = con.execute("UPDATE meta SET value = ? WHERE key = 'row_counts'", [text]).fetchone()
+    if not row or not row[0]:
+        con.execute("INSERT INTO meta VALUES ('row_counts', ?)", [text])
     return counts
