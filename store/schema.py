@@ -145,7 +145,15 @@ def row_counts(con: Any) -> dict[str, int]:
     return {table: int(n) for table, n in rows}
 
 
-def record_row_counts(con: Any) -> None:
-    """Record :func:`row_counts` in ``meta`` (inside the caller's transaction)."""
-    text = json.dumps(row_counts(con), sort_keys=True, separators=(",", ":"))
-    con.execute("INSERT OR REPLACE INTO meta VALUES ('row_counts', ?)", [text])
+def record_row_counts(con: Any, counts: dict[str, int] | None = None) -> dict[str, int]:
+    """Record ``counts`` (by default :func:`row_counts`) in ``meta``, inside
+    the caller's transaction; return them."""
+    if counts is None:
+        counts = row_counts(con)
+    text = json.dumps(counts, sort_keys=True, separators=(",", ":"))
+    # An update where the row is there (every write but a new store's first):
+    # an upsert checks its key against the table's index on top.
+    row = con.execute("UPDATE meta SET value = ? WHERE key = 'row_counts'", [text]).fetchone()
+    if not row or not row[0]:
+        con.execute("INSERT INTO meta VALUES ('row_counts', ?)", [text])
+    return counts

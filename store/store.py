@@ -23,7 +23,7 @@ DuckDB's own checksum when that block is read (``check`` reads them all), and
 reported as a damaged file then.
 
 Bulk writes go through pyarrow Tables built from column lists (:mod:`.columns`)
-(``INSERT INTO t SELECT * FROM <registered arrow table>``): two orders of
+(each inserted as a DuckDB relation over an arrow scan): two orders of
 magnitude faster than ``executemany`` for the million-row step tables a sweep
 produces (python-ecosystem.md, section 1).
 
@@ -117,6 +117,12 @@ class Store:
 
         self.path = str(path)
         self.read_only = read_only
+        # Every counted table's rows as the last transaction through this
+        # store left them (None: not known, counted again at the next one),
+        # and the policies its committed writes hold: what lets a write
+        # record its counts and skip a stored policy without a query.
+        self.counts: dict[str, int] | None = None
+        self.policies: set[str] = set()
         memory = self.path == ":memory:"
         if not memory and Path(self.path).is_dir():
             raise HarnessError(f"the database {self.path} is a directory, not a DuckDB file")
@@ -183,12 +189,14 @@ class Store:
         found = row_counts(self.con)
         for table in COUNTED:
             if recorded.get(table, 0) != found.get(table, 0):
+                self.counts = None
                 raise HarnessError(
                     f"the database {self.path} is inconsistent: table {table} holds "
                     f"{found.get(table, 0)} rows where the last committed write left "
                     f"{recorded.get(table, 0)} (changed outside inboxsim, or damaged): "
                     "restore it or use another --db"
                 )
+        self.counts = found
 
     def schema_version(self) -> int | None:
         """The version the file records, or None when it has no meta table."""
@@ -295,25 +303,39 @@ class Store:
     # --- writing ----------------------------------------------------------------
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[Any]:
+    def transaction(self, added: dict[str, int] | None = None) -> Iterator[Any]:
         """One transaction on the store's connection that also records every
         table's row count in ``meta.row_counts`` before it commits, so that
         the next open can tell a store that lost or gained rows outside
         inboxsim. On a failure it rolls back and re-raises that failure: a
         rollback that fails in turn (DuckDB may have invalidated the
-        connection) never hides it."""
+        connection) never hides it.
+
+        ``added``: filled by the body with the rows it added to each table
+        (the counts its statements returned), and nothing else changed: the
+        counts recorded are then the last transaction's plus these, without
+        counting every table again (a quarter of a batch's planning). Without
+        it, or when the last counts are not known, every table is counted."""
         import duckdb
 
         con = self.con
+        known, self.counts = self.counts, None
         con.execute("BEGIN TRANSACTION")
         try:
             yield con
-            record_row_counts(con)
+            if added is not None and known is not None:
+                counts = dict(known)
+                for table, n in added.items():
+                    counts[table] = counts.get(table, 0) + n
+                record_row_counts(con, counts)
+            else:
+                counts = record_row_counts(con)
             con.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(duckdb.Error):
                 con.execute("ROLLBACK")
             raise
+        self.counts = counts
 
     def write(self, tables: dict[str, Any], remember: Remember | None = None) -> None:
         """Insert one batch of runs (pyarrow Tables by name) in one
@@ -322,28 +344,44 @@ class Store:
         import duckdb
 
         con = self.con
+        policies: list[str] = []
+        if (table := tables.get("policies")) is not None:
+            policies = table.column("policy_hash").to_pylist()
         batch = [
             (name, table)
             for name in TABLES
-            if (table := tables.get(name)) is not None and table.num_rows > 0
+            if (table := tables.get(name)) is not None
+            and table.num_rows > 0
+            # A policy is stored once, whichever batch brings it first; a
+            # batch whose policies this store's writes hold skips the table.
+            and not (name == "policies" and self.policies.issuperset(policies))
         ]
+        added: dict[str, int] = {}
         try:
-            with self.transaction():
+            with self.transaction(added):
                 for name, table in batch:
-                    con.register(f"_batch_{name}", table)
-                for name, _ in batch:
-                    # A policy is stored once, whichever batch brings it first.
-                    verb = "INSERT OR IGNORE" if name == "policies" else "INSERT"
-                    con.execute(f"{verb} INTO {name} SELECT * FROM _batch_{name}")
+                    if name == "policies":  # may be stored already, by an earlier sweep
+                        con.register("_batch_policies", table)
+                        row = con.execute(
+                            "INSERT OR IGNORE INTO policies SELECT * FROM _batch_policies"
+                        ).fetchone()
+                        added[name] = int(row[0]) if row else 0
+                    else:
+                        # An arrow scan inserted as a relation: no view registered
+                        # and dropped per table, no statement text planned (a
+                        # quarter of a batch's planning). All its rows or none.
+                        con.from_arrow(table).insert_into(name)
+                        added[name] = table.num_rows
                 if remember is not None:
-                    _remember(con, remember)
+                    added["failing_seeds"] = _remember(con, remember)
+            self.policies.update(policies)
         finally:
             # Unregistered once the transaction has ended, by commit or by
             # rollback: an unregister inside a transaction DuckDB has aborted
             # fails, and would hide the error that aborted it.
-            for name, _ in batch:
+            if any(name == "policies" for name, _ in batch):
                 with contextlib.suppress(duckdb.Error):
-                    con.unregister(f"_batch_{name}")
+                    con.unregister("_batch_policies")
 
     def update_failing(
         self, policy: str, options: dict[str, Any], failed: Iterable[int], passed: Iterable[int]
@@ -407,17 +445,23 @@ class Remember(NamedTuple):
     passed: tuple[int, ...]  # remembered seeds that passed: forget them
 
 
-def _remember(con: Any, update: Remember) -> None:
+def _remember(con: Any, update: Remember) -> int:
+    """Apply ``update``; the rows it added to ``failing_seeds`` (fewer than
+    none when it forgot more than it remembered)."""
     key = options_key(update.options)
+    added = 0
     for seed in update.passed:
-        con.execute(
+        row = con.execute(
             "DELETE FROM failing_seeds WHERE policy = ? AND options = ? AND seed = ?",
             [update.policy, key, seed],
-        )
+        ).fetchone()
+        added -= int(row[0]) if row else 0
     for seed in update.failed:
-        con.execute(
+        row = con.execute(
             "INSERT OR IGNORE INTO failing_seeds VALUES (?, ?, ?)", [update.policy, key, seed]
-        )
+        ).fetchone()
+        added += int(row[0]) if row else 0
+    return added
 
 
 class _NeedsMigration(HarnessError):

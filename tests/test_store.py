@@ -5,6 +5,7 @@ and newer files."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -240,6 +241,29 @@ def test_every_write_records_the_row_counts_the_next_open_compares(db: str) -> N
     for opener in (open_store, Store):
         with pytest.raises(HarnessError, match=r"inconsistent: table steps holds \d+ rows where"):
             opener(db)
+
+
+def test_a_write_records_what_counting_every_table_finds(db: str, results: list) -> None:
+    """A write records its counts as the last ones plus the rows its
+    statements added (a policy already stored is not inserted again, seeds
+    remembered and forgotten): they are what counting every table finds."""
+    from inboxsim.store.columns import BatchColumns
+    from inboxsim.store.store import Remember
+
+    def recorded(s: Store) -> dict:
+        row = s.con.execute("SELECT value FROM meta WHERE key = 'row_counts'").fetchone()
+        return json.loads(row[0])
+
+    with Store(db) as s:
+        s.update_failing("g2", {}, [1, 2], [])
+        for first, remember in ((6, Remember("g2", {}, (3,), (1,))), (7, None)):
+            cols = BatchColumns()
+            cols.add_run(first, 1, results[first - 6], PRESETS["g2"])
+            s.write(cols.tables(), remember)
+            assert recorded(s) == schema.row_counts(s.con)
+        assert recorded(s)["policies"] == 1 and recorded(s)["failing_seeds"] == 2
+    with open_store(db) as s:
+        assert _consistent(s.con) == 8
 
 
 def test_a_truncated_file_is_refused_by_its_size(db: str, tmp_path: Path) -> None:
