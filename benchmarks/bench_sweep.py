@@ -236,9 +236,7 @@ import cProfile
 import json
 import os
 import pstats
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -255,6 +253,7 @@ from inboxsim.store.store import Store
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import baseline  # noqa: E402  (benchmarks/ is scripts, not a package)
+import callgrind  # noqa: E402
 
 PACKAGE = str(Path(inboxsim.__file__).parent) + "/"  # the repository root is the package
 AREAS = (  # first match wins: package folders by relative path, then libraries
@@ -626,24 +625,8 @@ def by_instructions(side: baseline.Side, args: argparse.Namespace) -> dict[str, 
 
 
 def _callgrind(python: str, args: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    # Not ``-I`` (it implies -E, which ignores PYTHONHASHSEED): the environment
-    # is this one's less every PYTHON* variable, the hash seed fixed, so that
-    # both runs of a side hash (and iterate sets) alike.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env["PYTHONHASHSEED"] = "0"
-    done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-        + [python, "-c", CHECKED_SCRIPT, json.dumps(args)],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-        cwd=tempfile.gettempdir(),
-    )
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode != 0 or found is None:
-        raise SystemExit(f"{python}: callgrind failed ({done.returncode}): {done.stderr[-500:]}")
-    return int(found.group(1)), json.loads(done.stdout.strip().splitlines()[-1])
+    total, printed = callgrind.count(python, CHECKED_SCRIPT, json.dumps(args))
+    return total, json.loads(printed.splitlines()[-1])
 
 
 def main() -> None:

@@ -19,9 +19,11 @@ a minute under valgrind, depth 3 some ten.
 from __future__ import annotations
 
 import argparse
-import re
-import subprocess
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import callgrind  # noqa: E402  (benchmarks/ is scripts, not a package)
 
 SCRIPT = """
 import sys
@@ -41,17 +43,7 @@ if depth:
 
 
 def instructions(python: str, depth: int, sessions: int, pool: int) -> tuple[int, str]:
-    done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-        + [python, "-c", SCRIPT, str(depth), str(sessions), str(pool)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if found is None:
-        raise SystemExit(f"{python}: no instruction count in valgrind's output")
-    return int(found.group(1)), done.stdout.strip()
+    return callgrind.count(python, SCRIPT, str(depth), str(sessions), str(pool))
 
 
 def main() -> None:

@@ -17,9 +17,11 @@ built (``DIR/<commit>/venv/bin/python``).
 from __future__ import annotations
 
 import argparse
-import re
-import subprocess
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import callgrind  # noqa: E402  (benchmarks/ is scripts, not a package)
 
 SCRIPT = """
 import sys
@@ -34,17 +36,7 @@ if seeds:
 
 
 def instructions(python: str, seeds: int, ops: int) -> int:
-    done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-        + [python, "-c", SCRIPT, str(seeds), str(ops)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if found is None:
-        raise SystemExit(f"{python}: no instruction count in valgrind's output")
-    return int(found.group(1))
+    return callgrind.count(python, SCRIPT, str(seeds), str(ops))[0]
 
 
 def main() -> None:
