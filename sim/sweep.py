@@ -8,13 +8,14 @@ Shape (python-ecosystem.md, section 4):
   inherit the parent's open DuckDB connection), or a Dask cluster
   (``--executor dask``), possibly of many machines;
 - a worker runs its batch and returns a compact result: a small summary per
-  run and the batch's rows as pyarrow Tables (pickled as buffers);
+  run and the batch's rows as pyarrow Tables (sent as Arrow IPC streams);
 - the parent is the only process that opens the database; it writes each
-  batch in one transaction as it arrives, at most once per batch (keyed by
-  its first run id: a batch Dask reran after losing a worker is written
-  once), and keeps the sweep's tally, including which processes (host and
-  pid) ran the batches. That goes in the ``--json`` document, not the store,
-  so the store is the same whichever executor filled it.
+  batch whole as it arrives, several to a transaction, at most once per
+  batch (keyed by its first run id: a batch Dask reran after losing a
+  worker is written once), and keeps the sweep's tally, including which
+  processes (host and pid) ran the batches. That goes in the ``--json``
+  document, not the store, so the store is the same whichever executor
+  filled it.
 
 With one job the batches run in the parent, one after another, without a
 pool. Either way a seed's run is the same: the result of a seed does not
@@ -35,6 +36,7 @@ interrupted sweep prints).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import shlex
@@ -46,11 +48,13 @@ from typing import Any
 from ..model import Policy, features
 from ..procs.interrupt import Interrupted, deferred
 from ..store.columns import BatchColumns
-from ..store.store import Remember, open_store
+from ..store.store import ROW_GROUP, BatchWriter, Remember, open_store
 from ..trace.probes import BY_NAME, NAMES, PROBES, REQUIRED
 from .collector import paused
 from .executor import run_tasks, worker_identity
 from .run import RunOptions, run_seed
+
+COMMIT_SECONDS = 5.0  # the longest a sweep's stored batches wait for their commit
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,15 +377,15 @@ def sweep(
     started = time.perf_counter()
     written: set[int] = set()
 
-    def absorb(outcome: BatchOutcome) -> None:
+    def absorb(outcome: BatchOutcome, writer: BatchWriter | None) -> None:
         # Exactly once per batch: a result for a batch already written (a
         # rerun whose first run also came back) is dropped, not stored twice.
         if outcome.first_run_id in written:
             return
         with deferred():  # an interrupt waits until the batch is stored and counted
             written.add(outcome.first_run_id)
-            if store is not None and outcome.tables is not None:
-                store.write(outcome.tables, _remember(plan, report, outcome.summaries))
+            if writer is not None and outcome.tables is not None:
+                writer.write(outcome.tables, _remember(plan, report, outcome.summaries))
             report.add_batch(outcome)
         report.seconds = time.perf_counter() - started
         progress(report)
@@ -394,20 +398,32 @@ def sweep(
         return tasks(slots)
 
     try:
-        batches = run_tasks(
-            run_batch,
-            slotted,
-            kind=plan.executor,
-            jobs=plan.jobs,
-            scheduler=plan.scheduler,
-            # pyarrow too (the batches' tables): imported once in the server
-            # rather than once per worker, in each worker's first batch (~0.7 s).
-            preload=["inboxsim.sim.sweep", "inboxsim.store.store", "pyarrow"],
-            what=lambda task: f"the batch of seeds {task.seeds[0]}..{task.seeds[-1]}",
-            stop=over_budget,
-        )
-        for _task, outcome in batches:
-            absorb(outcome)
+        # Batches are committed two DuckDB row groups of steps at a time (some
+        # 2,200 seeds of ~100 steps), which DuckDB writes into the file at once
+        # (store.py says why that costs a third less than a commit per
+        # batch), or every COMMIT_SECONDS, whichever comes first. The writer
+        # commits what it holds however the sweep ends; a sweep killed
+        # outright (SIGKILL, the OOM killer) loses the batches of its last
+        # seconds, which --resume runs again.
+        with (
+            store.batches(2 * ROW_GROUP, COMMIT_SECONDS)
+            if store is not None
+            else contextlib.nullcontext()
+        ) as writer:
+            batches = run_tasks(
+                run_batch,
+                slotted,
+                kind=plan.executor,
+                jobs=plan.jobs,
+                scheduler=plan.scheduler,
+                # pyarrow too (the batches' tables): imported once in the server
+                # rather than once per worker, in each worker's first batch (~0.7 s).
+                preload=["inboxsim.sim.sweep", "inboxsim.store.store", "pyarrow"],
+                what=lambda task: f"the batch of seeds {task.seeds[0]}..{task.seeds[-1]}",
+                stop=over_budget,
+            )
+            for _task, outcome in batches:
+                absorb(outcome, writer)
         report.stopped_by_budget = report.runs < len(planned) and over_budget()
         report.seconds = time.perf_counter() - started
     except Interrupted as stop:

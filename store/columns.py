@@ -232,22 +232,51 @@ class BatchColumns:
                 # hot path cheap (a handful per run) while SQL gets a typed column.
                 e_delivery.append(_delivery(e.data) if e.type == "admitted" else None)
 
-    def tables(self) -> dict[str, Any]:
+    def tables(self) -> ArrowTables:
         import pyarrow as pa
 
         # Built with the C allocator, not pyarrow's default pool (mimalloc or
         # jemalloc): a worker's batch tables are built once and freed once
-        # pickled to the parent, and the default pool's fresh arenas in each
+        # sent to the parent, and the default pool's fresh arenas in each
         # process cost twice the building (8 batches of 100 seeds in forkserver
         # workers: 220 -> 100 ms CPU; in process 190 -> 90 ms).
         pool = pa.system_memory_pool()
         schemas = arrow_schemas()
-        tables = {}
+        tables = ArrowTables()
         for name, cols in self.columns.items():
             schema = schemas[name]
             arrays = [pa.array(cols[f.name], type=f.type, memory_pool=pool) for f in schema]
             tables[name] = pa.Table.from_arrays(arrays, schema=schema)
         return tables
+
+
+class ArrowTables(dict[str, Any]):
+    """A batch's pyarrow Tables by name, pickled (from a worker to the parent)
+    as one Arrow IPC stream per table with rows: pickling a Table copies each
+    of its buffers into a bytearray, a stream is written whole and read back
+    without a copy (a batch of 100 seeds: 10.7 -> 2.2 ms to pickle in the
+    worker, 1.2 -> 0.55 ms to load in the parent). A table without rows is
+    left out: a write skips it anyway."""
+
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, bytes]]]:
+        import pyarrow as pa
+
+        streams = {}
+        for name, table in self.items():
+            if table.num_rows:
+                sink = pa.BufferOutputStream()
+                with pa.ipc.new_stream(sink, table.schema) as writer:
+                    writer.write_table(table)
+                streams[name] = sink.getvalue().to_pybytes()
+        return _read_streams, (streams,)
+
+
+def _read_streams(streams: dict[str, bytes]) -> ArrowTables:
+    import pyarrow as pa
+
+    return ArrowTables(
+        (name, pa.ipc.open_stream(data).read_all()) for name, data in streams.items()
+    )
 
 
 _FIELDS = {

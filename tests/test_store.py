@@ -19,6 +19,7 @@ import pytest
 from inboxsim.errors import HarnessError
 from inboxsim.model import PRESETS
 from inboxsim.sim.run import RunOptions, run_seed
+from inboxsim.sim.sweep import COMMIT_SECONDS
 from inboxsim.store import schema
 from inboxsim.store.schema import SCHEMA_VERSION
 from inboxsim.store.store import Store, open_store, write_results
@@ -162,7 +163,8 @@ def test_locked_file(db: str) -> None:
 
 
 def test_killed_sweep_leaves_whole_runs(tmp_path: Path) -> None:
-    """SIGKILL a sweep mid-way: the file opens, and every run in it is whole."""
+    """SIGKILL a sweep mid-way, once it has committed batches (its first
+    ones after COMMIT_SECONDS): the file opens, and every run in it is whole."""
     path = str(tmp_path / "killed.duckdb")
     sweep = subprocess.Popen(
         [
@@ -171,7 +173,7 @@ def test_killed_sweep_leaves_whole_runs(tmp_path: Path) -> None:
             "inboxsim.cli",
             "sweep",
             "--seeds",
-            "2000",
+            "8000",
             "--ops",
             "40",
             "--jobs",
@@ -186,12 +188,15 @@ def test_killed_sweep_leaves_whole_runs(tmp_path: Path) -> None:
     harness = None
     try:
         assert sweep.stderr is not None
-        # Plain progress lines on stderr (not a terminal): wait for a few batches.
-        lines = 0
-        deadline = time.monotonic() + 60
-        while lines < 3 and time.monotonic() < deadline:
+        # Plain progress lines on stderr (not a terminal), one a second at
+        # most: wait past the first commit, a batch's time or two included.
+        first = None
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
             if sweep.stderr.readline():
-                lines += 1
+                first = first or time.monotonic()
+                if time.monotonic() - first > COMMIT_SECONDS + 2:
+                    break
         assert sweep.poll() is None, "the sweep finished before it could be killed"
         time.sleep(0.2)
         harness = harness_of(sweep.pid)
@@ -202,7 +207,7 @@ def test_killed_sweep_leaves_whole_runs(tmp_path: Path) -> None:
     assert sweep.returncode == -signal.SIGKILL
     with open_store(path) as s:
         n = _consistent(s.con)
-    assert 0 < n < 2000
+    assert 0 < n < 8000
 
 
 def test_a_failed_write_raises_its_own_error_and_keeps_the_store(db: str, results: list) -> None:
