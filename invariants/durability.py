@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ..model.ops import Compact, CrashOp, Hello, Prompt, Synthetic
 from . import words
-from .base import Checker
+from .base import EVENTS, VIEWS, Checker
 from .tracker import Msg, Row, SessionShadow, StepCtx
 
 REPLAY = "replay-matches-views"
@@ -40,6 +40,7 @@ class ReplayChecker(Checker):
 
     ids = (REPLAY,)
     moved_only = True
+    moves = EVENTS | VIEWS  # a log or a view moved
 
     def end(self, ctx: StepCtx) -> None:
         if not ctx.by_session and not ctx.view_changes:

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..model.values import Event
 from . import words
-from .base import Checker
+from .base import PROMOTED, Checker
 from .tracker import Row, SessionShadow, StepCtx
 
 AFTER_ADMISSION = "promotion-after-admission"
@@ -72,6 +72,7 @@ class AtomicChecker(Checker):
 
     ids = (ATOMIC,)
     moved_only = True
+    moves = PROMOTED  # its todo: this step's promoted events
     events = ("promoted",)
 
     def __init__(self, *args: Any) -> None:
@@ -133,6 +134,7 @@ class BoundaryChecker(Checker):
 
     ids = (AT_BOUNDARY,)
     moved_only = True
+    moves = PROMOTED
     quiescent = True
     ops = None
 
