@@ -103,8 +103,15 @@ class AtomicChecker(Checker):
                     {v.input for v in sh.view_pending},
                 )
             shown, pending = checked[sid]
-            what = f"{words.row(row)} was promoted at seq {ev.seq} (step {ctx.index}) but"
             view = shown.get(row.input)
+            if (
+                row.input not in pending
+                and view is not None
+                and view.seq == ev.seq
+                and view.type == row.type
+            ):
+                continue  # the common case: no message to write
+            what = f"{words.row(row)} was promoted at seq {ev.seq} (step {ctx.index}) but"
             if row.input in pending:
                 env.fail(
                     ATOMIC,
