@@ -9,7 +9,7 @@ from typing import Any
 from ..model.ops import Compact
 from ..model.values import Event
 from . import words
-from .base import Checker
+from .base import EVENTS, VIEWS, Checker
 from .tracker import Row, SessionShadow, StepCtx, parse
 
 SINGLE = "single-barrier"
@@ -22,6 +22,7 @@ COALESCES = "barrier-coalesces"
 class BarrierEventChecker(Checker):
     ids = (SINGLE, BLOCKS, HOLDS_LATER, LIFETIME)
     moved_only = True
+    moves = EVENTS | VIEWS  # what its events noted, a pending view shown
     events = (
         "admitted",
         "compaction_admitted",

@@ -127,6 +127,18 @@ class Env:
         return env
 
 
+EVENTS = 1
+VIEWS = 2
+OPENED = 4
+PROMOTED = 8
+CRASHED = 16
+"""What a step moved, as bits (``Checker.moves``): an event appended, a
+pending or transcript view shown, a model call opened, an input promoted,
+a crash."""
+MOVES = 32
+"""How many combinations of those bits there are."""
+
+
 class Checker:
     """Base of the checkers. Subclasses list the invariant ``ids`` they
     report, the request types whose steps they ``begin``/``end`` on
@@ -150,6 +162,14 @@ class Checker:
     steps of a sweep) it would neither hit, nor fail, nor change its
     memory, so the monitor does not call it there. Its other hooks
     still run."""
+    moves: ClassVar[int] = 0
+    """Finer than ``moved_only``: its ``end`` judges only a step that moved
+    one of these (:data:`EVENTS`, :data:`VIEWS`, :data:`OPENED`,
+    :data:`PROMOTED`, :data:`CRASHED`, or'd; 0: whatever moved): on any
+    other step it would neither hit, nor fail, nor change its memory, so
+    the monitor does not call it there (a moved step's ``end`` calls were
+    most of its dispatch). It has no ``begin`` (one would prepare for an
+    ``end`` that may not come); its ``event`` hooks still run."""
     still: ClassVar[tuple[type, ...] | None] = None
     """On a step that moved nothing and was answered (not refused), the
     request types whose steps its ``end`` still judges; on any other such

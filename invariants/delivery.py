@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..model.values import Call
 from . import words
-from .base import Checker
+from .base import CRASHED, OPENED, PROMOTED, Checker
 from .tracker import Row, StepCtx, Tracker
 
 STEER_BATCH = "steer-batch"
@@ -23,6 +23,11 @@ WAITS = "queue-waits-for-idle"
 ORDER = "shared-admission-order"
 BACKGROUND = "background-completion"
 ALLOWANCE = "step-allowance"
+
+
+BOUNDARY = PROMOTED | OPENED | CRASHED
+"""What a step moves when it shows a boundary (:func:`boundaries`; a kill
+after promotion is a crash)."""
 
 
 def boundaries(ctx: StepCtx) -> list[tuple[str, bool]]:
@@ -70,6 +75,7 @@ class BoundaryContentChecker(Checker):
 
     ids = (STEER_BATCH, IDLE, WAITS, BACKGROUND)
     moved_only = True
+    moves = BOUNDARY
     quiescent = True
     ops = None
 
@@ -181,6 +187,7 @@ class AdmissionOrderChecker(Checker):
 
     ids = (FIFO, ORDER)
     moved_only = True
+    moves = BOUNDARY
     ops = None
 
     def end(self, ctx: StepCtx) -> None:
@@ -236,6 +243,7 @@ class AllowanceChecker(Checker):
 
     ids = (ALLOWANCE,)
     moved_only = True
+    moves = OPENED  # judges the calls opened
     quiescent = True
     ops = None
 

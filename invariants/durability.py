@@ -16,14 +16,22 @@ projectors (the registry's unobservable list says so).
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from ..model.ops import Compact, CrashOp, Hello, Prompt, Synthetic
 from . import words
-from .base import Checker
+from .base import EVENTS, VIEWS, Checker
 from .tracker import Msg, Row, SessionShadow, StepCtx
 
 REPLAY = "replay-matches-views"
 RESTART = "replay-starts-nothing"
 DURABLE = "durability"
+
+
+_INPUT = attrgetter("input")
+_ID = attrgetter("id")
+"""A pending row's and a message's ID (mapped over a view without a Python
+frame per entry: the views are judged after every step that moves one)."""
 
 
 def _sessions(ctx: StepCtx) -> set[str]:
@@ -40,6 +48,7 @@ class ReplayChecker(Checker):
 
     ids = (REPLAY,)
     moved_only = True
+    moves = EVENTS | VIEWS  # a log or a view moved
 
     def end(self, ctx: StepCtx) -> None:
         if not ctx.by_session and not ctx.view_changes:
@@ -56,12 +65,8 @@ class ReplayChecker(Checker):
 
     def _pending(self, ctx: StepCtx, sh: SessionShadow) -> None:
         view = sh.view_pending
-        ok = len(sh.pending) == len(view)
-        if ok:
-            i = 0
-            for r in sh.pending.values():
-                v = view[i]
-                i += 1
+        if len(sh.pending) == len(view):
+            for r, v in zip(sh.pending.values(), view, strict=True):
                 if (
                     r.input != v.input
                     or r.type != v.type
@@ -69,10 +74,9 @@ class ReplayChecker(Checker):
                     or r.seq != v.admitted_seq
                     or r.time != v.time
                 ):
-                    ok = False
                     break
-        if ok:
-            return
+            else:
+                return
         rows = list(sh.pending.values())
         replayed = [f"{r.input}@{r.seq}" for r in rows]
         shown = [f"{v.input}@{v.admitted_seq}" for v in view]
@@ -84,24 +88,18 @@ class ReplayChecker(Checker):
         )
 
     def _transcript(self, ctx: StepCtx, sh: SessionShadow) -> None:
-        msgs = list(sh.visible.values())
         view = sh.view_transcript
         admission_time = self.policy.visible_time == "admission"
-        ok = len(msgs) == len(view)
-        if ok:
-            i = 0
-            for m in msgs:
-                v = view[i]
-                i += 1
+        if len(sh.visible) == len(view):
+            for m, v in zip(sh.visible.values(), view, strict=True):
                 if m.id != v.id or m.seq != v.seq or m.type != v.type:
-                    ok = False
                     break
                 row = m.row  # the time it must show: _visible_time's, written out
                 if row is not None and v.time != (row.time if admission_time else m.time):
-                    ok = False
                     break
-        if ok:
-            return
+            else:
+                return
+        msgs = list(sh.visible.values())
         replayed = [f"{m.id}@{m.seq}" for m in msgs]
         shown = [f"{v.id}@{v.seq}" for v in view]
         detail = ""
@@ -196,10 +194,13 @@ class DurabilityChecker(Checker):
     def _session(self, ctx: StepCtx, sh: SessionShadow) -> None:
         env = self.env
         env.hit(DURABLE)
-        shown = [v.input for v in sh.view_pending]
-        shown += [m.id for m in sh.view_transcript]
-        once = set(shown)
-        if len(once) == len(shown) and once.issuperset(sh.pending) and once.issuperset(sh.visible):
+        once = set(map(_INPUT, sh.view_pending))
+        once.update(map(_ID, sh.view_transcript))
+        if (
+            len(once) == len(sh.view_pending) + len(sh.view_transcript)
+            and once.issuperset(sh.pending)
+            and once.issuperset(sh.visible)
+        ):
             return  # each input shown once, every row and message among them
         count: dict[str, int] = {}
         for v in sh.view_pending:

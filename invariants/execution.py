@@ -199,6 +199,8 @@ class LifecycleChecker(Checker):
             )
 
     def end(self, ctx: StepCtx) -> None:
+        if not self.open_since:
+            return  # no execution to wait on (most steps)
         if ctx.crashed:
             self.open_since.clear()  # the process died with them
             return
@@ -264,7 +266,6 @@ class FollowUpChecker(Checker):
         sh = self.t.sessions[sid]
         opened = self.t.open.get(sid)
         cont = self.t.continuation(ctx, sid) is not None
-        what = f"{words.call(a)} ended at step {ctx.index} ({ctx.finish})"
         rung = (sh.doorbell,) if sh.doorbell is not None else ()
         problems = []
         if ctx.exec_started.get(sid):
@@ -289,7 +290,8 @@ class FollowUpChecker(Checker):
             self.env.fail(
                 FOLLOW_UP,
                 (ctx.index,) + rung,
-                f"{what}, but {'; and '.join(problems)}",
+                f"{words.call(a)} ended at step {ctx.index} ({ctx.finish}), but "
+                f"{'; and '.join(problems)}",
             )
 
     def _failed(self, ctx: StepCtx, a: Call) -> None:

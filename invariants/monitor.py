@@ -28,7 +28,7 @@ from .admission import (
     ReceiptChecker,
 )
 from .barrier import BarrierEventChecker, CoalesceChecker
-from .base import Checker, Env, Violation
+from .base import CRASHED, EVENTS, MOVES, OPENED, PROMOTED, VIEWS, Checker, Env, Violation
 from .delivery import AdmissionOrderChecker, AllowanceChecker, BoundaryContentChecker
 from .durability import DurabilityChecker, ReplayChecker, RestartChecker
 from .execution import (
@@ -112,7 +112,9 @@ the position of its checker in the monitor)."""
 
 class Tables:
     """The hook tables (``begin``, ``event``, ``end``, ``end_async``, each by
-    request or event type) of every monitor with these checker classes, for
+    request or event type; the last two first by what the step moved, as
+    :data:`~inboxsim.invariants.base.EVENTS` and the like) of every monitor
+    with these checker classes, for
     the steps of concurrent groups (``grouped``) or for the others, filled on
     demand by :func:`_plan`. A monitor and all its clones share them (the
     explorer clones one per transition): the tables hold functions and
@@ -125,8 +127,8 @@ class Tables:
         self.grouped = grouped
         self.begin: dict[Any, Plan] = {}
         self.event: dict[Any, Plan] = {}
-        self.end: dict[Any, Plan] = {}
-        self.end_async: dict[Any, Plan] = {}  # a busy group member's end
+        self.end: list[dict[Any, Plan]] = [{} for _ in range(MOVES)]
+        self.end_async: list[dict[Any, Plan]] = [{} for _ in range(MOVES)]  # a busy member's end
 
 
 _TABLES: dict[tuple[tuple[type[Checker], ...], bool], Tables] = {}
@@ -163,7 +165,7 @@ def _judges_still(cls: type[Checker], op: Any, refused: bool) -> bool:
     return types is None or op in types
 
 
-def _plan(tables: Tables, name: str, kind: Any) -> Plan:
+def _plan(tables: Tables, name: str, kind: Any, moved: int = 0) -> Plan:
     """Which hooks table ``name`` calls for one request type (``begin``,
     ``end``, ``end_async``; ``(type, STILL)`` or ``(type, REFUSED)`` for a
     step that moved nothing, ``(type, UNANSWERED)`` for one that moved
@@ -172,9 +174,12 @@ def _plan(tables: Tables, name: str, kind: Any) -> Plan:
     moved nothing, whose ``end`` judges it; on one without a result, not
     ``answered`` ones; on any but a refused or unanswered one, not
     ``refused_only`` ones: a ``begin`` prepares its checker's ``end``), leaving
-    out the ``grouped_only`` ones from the tables of steps in no group. The
-    same for every monitor with these checker classes, so computed once."""
-    table: dict[Any, Plan] = getattr(tables, name)
+    out the ``grouped_only`` ones from the tables of steps in no group, and
+    from an ``end`` those whose ``Checker.moves`` the step did not move
+    (``moved``). The same for every monitor with these checker classes, so
+    computed once."""
+    ends = name in ("end", "end_async")
+    table: dict[Any, Plan] = getattr(tables, name)[moved] if ends else getattr(tables, name)
     plan = table.get(kind)
     if plan is None:
         chosen: list[tuple[Callable[..., None], int]] = []
@@ -191,6 +196,8 @@ def _plan(tables: Tables, name: str, kind: Any) -> Plan:
                     continue
             elif getattr(cls, name) is getattr(Checker, name):
                 continue  # the base's no-op: never called
+            if ends and cls.moves and not cls.moves & moved:
+                continue
             if name != "event":
                 if unanswered and cls.answered:
                     continue
@@ -224,6 +231,28 @@ def _sharing(checkers: list[Checker]) -> Sharing:
     return shared, tuple(i for i in range(len(checkers)) if i not in shared)
 
 
+_ALL = frozenset(REGISTRY)
+"""Every invariant's id: what a monitor judges by default."""
+
+_LINEUPS: dict[tuple[tuple[type[Checker], ...], frozenset[str]], tuple[type[Checker], ...]] = {}
+"""The checker classes a monitor runs, by :data:`CHECKERS` (a test swaps
+them) and its enabled ids: a sweep makes a monitor per seed, always with
+the same ones, so they are chosen once."""
+
+_SHARINGS: dict[tuple[type[Checker], ...], Sharing] = {}
+""":func:`_sharing` by checker classes: a checker class sets the same
+attributes in every ``__init__``, so its monitors all share alike."""
+
+
+def _lineup(enabled: frozenset[str]) -> tuple[type[Checker], ...]:
+    """The checker classes with an enabled id, in :data:`CHECKERS` order."""
+    key = (CHECKERS, enabled)
+    kinds = _LINEUPS.get(key)
+    if kinds is None:
+        kinds = _LINEUPS[key] = tuple(cls for cls in CHECKERS if enabled.intersection(cls.ids))
+    return kinds
+
+
 class Monitor:
     """Judges a run step by step; see the module docstring.
 
@@ -241,10 +270,10 @@ class Monitor:
         only_expected: bool = False,
         invariants: Iterable[str] | None = None,
     ) -> None:
-        enabled = expected(policy) if only_expected else frozenset(REGISTRY)
+        enabled = expected(policy) if only_expected else _ALL
         if invariants is not None:
             wanted = frozenset(invariants)
-            unknown = wanted - frozenset(REGISTRY)
+            unknown = wanted - _ALL
             if unknown:
                 raise ValueError(f"unknown invariant(s): {', '.join(sorted(unknown))}")
             enabled &= wanted
@@ -254,9 +283,12 @@ class Monitor:
         self._env = Env(policy, self.tracker, enabled, _EVERY)
         self.exercised: set[str] = self._env.exercised
         """Ids of the invariants that reached a step where they could have failed."""
-        self.checkers = [cls(self._env) for cls in CHECKERS if enabled.intersection(cls.ids)]
-        self._kinds = tuple(type(c) for c in self.checkers)
-        self._sharing = _sharing(self.checkers)
+        kinds = self._kinds = _lineup(enabled)
+        self.checkers = [cls(self._env) for cls in kinds]
+        sharing = _SHARINGS.get(kinds)
+        if sharing is None:
+            sharing = _SHARINGS[kinds] = _sharing(self.checkers)
+        self._sharing = sharing
         self._bind_tables()
         self._finished: list[Violation] | None = None
 
@@ -369,15 +401,27 @@ class Monitor:
                     event_hook(checkers[i], ctx, ev, sh)
                 tracker.apply(ctx, ev, sh)
         tracker.observe(ctx)
+        # what moved, for the end hooks that judge only some of it (Checker.moves)
+        facts = (
+            (
+                (EVENTS if events else 0)
+                | (VIEWS if ctx.view_changes else 0)
+                | (OPENED if ctx.new_calls else 0)
+                | (PROMOTED if ctx.promoted else 0)
+                | (CRASHED if ctx.crashed else 0)
+            )
+            if moved
+            else 0
+        )
         # a group member while the runner worked (a crash ends that work)
         if (ctx.runner_busy or ctx.busy_before) and not ctx.crashed:
-            end = tables.end_async.get(key)
+            end = tables.end_async[facts].get(key)
             if end is None:
-                end = _plan(tables, "end_async", key)
+                end = _plan(tables, "end_async", key, facts)
         else:
-            end = tables.end.get(key)
+            end = tables.end[facts].get(key)
             if end is None:
-                end = _plan(tables, "end", key)
+                end = _plan(tables, "end", key, facts)
         for hook, i in end:
             hook(checkers[i], ctx)
         tracker.settle(ctx)

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..model.values import Event
 from . import words
-from .base import Checker
+from .base import PROMOTED, Checker
 from .tracker import Row, SessionShadow, StepCtx
 
 AFTER_ADMISSION = "promotion-after-admission"
@@ -72,6 +72,7 @@ class AtomicChecker(Checker):
 
     ids = (ATOMIC,)
     moved_only = True
+    moves = PROMOTED  # its todo: this step's promoted events
     events = ("promoted",)
 
     def __init__(self, *args: Any) -> None:
@@ -102,8 +103,15 @@ class AtomicChecker(Checker):
                     {v.input for v in sh.view_pending},
                 )
             shown, pending = checked[sid]
-            what = f"{words.row(row)} was promoted at seq {ev.seq} (step {ctx.index}) but"
             view = shown.get(row.input)
+            if (
+                row.input not in pending
+                and view is not None
+                and view.seq == ev.seq
+                and view.type == row.type
+            ):
+                continue  # the common case: no message to write
+            what = f"{words.row(row)} was promoted at seq {ev.seq} (step {ctx.index}) but"
             if row.input in pending:
                 env.fail(
                     ATOMIC,
@@ -133,6 +141,7 @@ class BoundaryChecker(Checker):
 
     ids = (AT_BOUNDARY,)
     moved_only = True
+    moves = PROMOTED
     quiescent = True
     ops = None
 

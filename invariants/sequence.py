@@ -17,13 +17,12 @@ class SequenceChecker(Checker):
     def event(self, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
         env = self.env
         env.hit(SEQ)
-        where = f"{ev.type} event of session {sh.id}"
         if sh.n_events == 0:
             if ev.seq != 0:
                 env.fail(
                     SEQ,
                     (ctx.index,),
-                    f"the first {where} has seq {ev.seq}; a session's log starts at seq 0",
+                    f"the first {_where(ev, sh)} has seq {ev.seq}; a session's log starts at seq 0",
                 )
             return
         if sh.n_events == 1 and sh.first_forked:
@@ -35,15 +34,15 @@ class SequenceChecker(Checker):
                 env.fail(
                     SEQ,
                     (sh.last_event_step, ctx.index),
-                    f"the {where} has seq {ev.seq}, but the forked event at seq {sh.last_seq} "
-                    f"reserved the sequence up to its cutoff {cut}: the next seq is "
+                    f"the {_where(ev, sh)} has seq {ev.seq}, but the forked event at seq "
+                    f"{sh.last_seq} reserved the sequence up to its cutoff {cut}: the next seq is "
                     f"{max(cut + 1, sh.last_seq + 1)}",
                 )
             elif ev.seq <= sh.last_seq:
                 env.fail(
                     SEQ,
                     (sh.last_event_step, ctx.index),
-                    f"the {where} has seq {ev.seq}, not after the forked event at seq "
+                    f"the {_where(ev, sh)} has seq {ev.seq}, not after the forked event at seq "
                     f"{sh.last_seq}",
                 )
             return
@@ -52,6 +51,12 @@ class SequenceChecker(Checker):
             env.fail(
                 SEQ,
                 (sh.last_event_step, ctx.index),
-                f"the {where} has seq {ev.seq}, which {what} the previous event's seq "
+                f"the {_where(ev, sh)} has seq {ev.seq}, which {what} the previous event's seq "
                 f"{sh.last_seq}: the aggregate sequence must grow by exactly one",
             )
+
+
+def _where(ev: Event, sh: SessionShadow) -> str:
+    """The event, in words (for a violation's message only: formatted when
+    one is found; this checker sees every event)."""
+    return f"{ev.type} event of session {sh.id}"

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..trace.record import MessageView
 from . import words
-from .base import Checker
+from .base import OPENED, VIEWS, Checker
 from .tracker import StepCtx
 
 NOT_HISTORY = "pending-not-history"
@@ -24,6 +24,7 @@ class NotHistoryChecker(Checker):
 
     ids = (NOT_HISTORY,)
     moved_only = True
+    moves = VIEWS
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -65,6 +66,7 @@ class TranscriptViewChecker(Checker):
 
     ids = (ORDER, MONOTONIC)
     moved_only = True
+    moves = VIEWS
 
     def end(self, ctx: StepCtx) -> None:
         for sid, which, _, new in ctx.view_changes:
@@ -119,6 +121,7 @@ class ContextChecker(Checker):
 
     ids = (CONTEXT,)
     moved_only = True
+    moves = OPENED  # judges the calls opened
 
     def end(self, ctx: StepCtx) -> None:
         for c in ctx.new_calls:

@@ -1,13 +1,14 @@
 """The monitor calls only the hooks that care about a step: on a step that
 moved nothing it leaves out the checkers whose ``end`` would have nothing to
 judge there (``Checker.moved_only``, ``still``, ``refused``), and their
-``begin``; on a step not answered with a result the ``answered`` ones; on
-any but a refused one the ``refused_only`` ones; and on a step in no
-concurrent group the ``grouped_only`` ones. Each of those claims is checked
-here against the same checkers with the claims taken away (every hook on
-every step of its types): the same violations at every step, the same
-exercised invariants, and the same memory in every checker after every
-step; and a claim made wrongly is shown to be caught."""
+``begin``; on a step that moved something, those whose ``end`` judges only
+what it did not move (``moves``); on a step not answered with a result the
+``answered`` ones; on any but a refused one the ``refused_only`` ones; and
+on a step in no concurrent group the ``grouped_only`` ones. Each of those
+claims is checked here against the same checkers with the claims taken away
+(every hook on every step of its types): the same violations at every step,
+the same exercised invariants, and the same memory in every checker after
+every step; and a claim made wrongly is shown to be caught."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 
 from inboxsim.invariants import CHECKERS, Monitor
 from inboxsim.invariants import monitor as monitor_module
+from inboxsim.invariants.base import OPENED
 from inboxsim.model import PRESETS
 from inboxsim.model.values import Err, Ok
 from inboxsim.sim.run import RunOptions, run_seed
@@ -28,6 +30,7 @@ EVERY_STEP = tuple(
         (cls,),
         {
             "moved_only": False,
+            "moves": 0,
             "still": None,
             "refused": None,
             "answered": False,
@@ -103,21 +106,24 @@ def test_hooks_left_out_would_have_judged_nothing(preset: str, concurrency: int)
 
 
 @pytest.mark.parametrize(
-    ("checker", "claim", "preset", "concurrency"),
+    ("checker", "claim", "value", "preset", "concurrency"),
     [
-        ("ReuseChecker", "grouped_only", "g4", 1),  # judges retries sent alone
-        ("ErrorChecker", "answered", "g4", 1),  # judges the refused
-        ("ReuseChecker", "refused_only", "g4", 1),  # judges a retry's receipt
-        ("DurabilityChecker", "refused_only", "g4", 1),  # judges receipts
-        ("LifecycleChecker", "answered", "g4", 1),  # a crash ends its executions
-        ("ConcurrentRetryChecker", "answered", "c", 4),  # a refused twin answers as the first
+        ("ReuseChecker", "grouped_only", True, "g4", 1),  # judges retries sent alone
+        ("ErrorChecker", "answered", True, "g4", 1),  # judges the refused
+        ("ReuseChecker", "refused_only", True, "g4", 1),  # judges a retry's receipt
+        ("DurabilityChecker", "refused_only", True, "g4", 1),  # judges receipts
+        ("LifecycleChecker", "answered", True, "g4", 1),  # a crash ends its executions
+        ("ConcurrentRetryChecker", "answered", True, "c", 4),  # a refused twin answers as the first
+        ("AtomicChecker", "moves", OPENED, "g4", 1),  # judges promotions without a call
     ],
 )
-def test_a_wrong_claim_is_caught(checker: str, claim: str, preset: str, concurrency: int) -> None:
+def test_a_wrong_claim_is_caught(
+    checker: str, claim: str, value: Any, preset: str, concurrency: int
+) -> None:
     """The comparison above is not blind: a claim made by a checker that
     does judge such steps shows as a difference."""
     wrong = tuple(
-        type(cls.__name__, (cls,), {claim: True}) if cls.__name__ == checker else cls
+        type(cls.__name__, (cls,), {claim: value}) if cls.__name__ == checker else cls
         for cls in CHECKERS
     )
     counts = dict.fromkeys(("refused", "still", "unanswered", "solo"), 0)
