@@ -161,32 +161,33 @@ class _Segment:
 
     # values
 
+    def name(self, x: str | None) -> Any:
+        """An ID's token: its local name, a reference to another session's
+        owner, or None (the writers put it in place themselves: one call
+        per ID, not one per token)."""
+        if x is None:
+            return None
+        n = self.names.get(x)
+        if n is not None:
+            return n
+        o = self.owners.get(x)
+        self.looked.append((x, o))
+        if o is not None and o.session != self.sid:
+            foreign = self.foreign
+            if x not in foreign:
+                foreign.append(x)
+            return ("f", foreign.index(x))
+        n = self.names[x] = len(self.names)
+        if o is None:
+            self.loose[x] = n
+        return n
+
     def ident(self, x: str | None) -> None:
         """An ID: its local name, a reference to another session's, or None."""
-        if x is None:
-            self.out.append(None)
-            return
-        n = self.names.get(x)
-        if n is None:
-            o = self.owners.get(x)
-            self.looked.append((x, o))
-            if o is not None and o.session != self.sid:
-                if x not in self.foreign:
-                    self.foreign.append(x)
-                self.out.append(("f", self.foreign.index(x)))
-                return
-            n = self.names[x] = len(self.names)
-            if o is None:
-                self.loose[x] = n
-        self.out.append(n)
+        self.out.append(self.name(x))
 
     def session(self, sid: str | None) -> None:
-        if sid == self.sid:
-            self.out.append("@")
-        elif sid is None:
-            self.out.append(None)
-        else:
-            self.out.append(("S", sid))  # another session: resolved in the global part
+        self.out.append(_session(self.sid, sid))
 
     def time(self, v: int | None) -> None:
         if type(v) is int:
@@ -200,7 +201,7 @@ class _Segment:
 
     def step(self, v: int | None) -> None:
         """A trace step index: "earlier than the current step", or None."""
-        self.out.append(None if v is None else ("<" if v >= 0 else v))
+        self.out.append(_step(v))
 
     def finish(self) -> list[Any]:
         out = self.out
@@ -222,38 +223,63 @@ class _Segment:
             ),
         )
 
-    # model objects
+    # model objects (each written by one ``extend``, its times and seqs
+    # marked by their offsets: a call per object, not one per token)
 
     def receipt(self, r: Any) -> None:
+        out = self.out
         if r is None:
-            self.out.append(None)
+            out.append(None)
             return
-        self.ident(r.input)
-        self.session(r.session)
-        self.out.extend((r.type, r.data, r.delivery))
-        self.seq(r.admitted_seq)
-        self.time(r.time)
+        at = len(out)
+        seq, time = r.admitted_seq, r.time
+        out.extend(
+            (
+                self.name(r.input),
+                _session(self.sid, r.session),
+                r.type,
+                r.data,
+                r.delivery,
+                seq,
+                time,
+            )
+        )
+        if type(seq) is int:
+            self.seqs.append(at + 5)
+        if type(time) is int:
+            self.times.append(at + 6)
 
     def message(self, m: Any) -> None:
-        self.ident(m.id)
-        self.out.append(m.type)
-        self.seq(m.seq)
-        self.time(m.time)
-        self.out.append(m.data)
-        self.ident(m.copied_from)
+        out = self.out
+        at = len(out)
+        seq, time = m.seq, m.time
+        out.extend((self.name(m.id), m.type, seq, time, m.data, self.name(m.copied_from)))
+        if type(seq) is int:
+            self.seqs.append(at + 2)
+        if type(time) is int:
+            self.times.append(at + 3)
         self.receipt(m.receipt)
 
     def call(self, c: Any) -> None:
+        out = self.out
         if c is None:
-            self.out.append(None)
+            out.append(None)
             return
-        self.ident(c.call)
-        self.session(c.session)
-        self.out.extend((c.kind, c.step, c.final, len(c.context)))
-        for x in c.context:
-            self.ident(x)
-        self.orders.append(len(self.out))
-        self.out.append(c.opened)
+        context = c.context
+        out.extend(
+            (
+                self.name(c.call),
+                _session(self.sid, c.session),
+                c.kind,
+                c.step,
+                c.final,
+                len(context),
+            )
+        )
+        for x in context:
+            out.append(self.name(x))
+        self.orders.append(len(out))
+        out.append(c.opened)
 
     def run(self, run: Any) -> None:
         if run is None:
@@ -262,6 +288,19 @@ class _Segment:
         self.out.append("run")
         self.call(run.call)
         self.out.extend((run.phase, run.forced, run.step, run.cont, run.doorbell))
+
+
+def _session(mine: str, sid: str | None) -> Any:
+    """A session's token in the segment of ``mine``: itself, None, or another
+    session by name (resolved in the global part)."""
+    if sid == mine:
+        return "@"
+    return None if sid is None else ("S", sid)
+
+
+def _step(v: int | None) -> Any:
+    """A trace step index's token: "earlier than the current step", or None."""
+    return None if v is None else ("<" if v >= 0 else v)
 
 
 _MODEL_SLOTS = {
@@ -404,79 +443,104 @@ they were a tenth of the key's cost.)"""
 
 
 def _row(seg: _Segment, r: Any) -> None:
+    out = seg.out
     if r is None:
-        seg.out.append(None)
+        out.append(None)
         return
-    seg.ident(r.input)
-    seg.session(r.session)
-    seg.out.extend((r.type, r.delivery))
-    seg.seq(r.seq)
-    seg.time(r.time)
-    seg.step(r.step)
+    at = len(out)
+    seq, time, step = r.seq, r.time, r.step
+    out.extend(
+        (
+            seg.name(r.input),
+            _session(seg.sid, r.session),
+            r.type,
+            r.delivery,
+            seq,
+            time,
+            None if step is None else ("<" if step >= 0 else step),
+        )
+    )
+    if type(seq) is int:
+        seg.seqs.append(at + 4)
+    if type(time) is int:
+        seg.times.append(at + 5)
 
 
 def _msg(seg: _Segment, m: Any) -> None:
-    seg.ident(m.id)
-    seg.out.append(m.type)
-    seg.seq(m.seq)
-    seg.time(m.time)
-    seg.step(m.step)
+    out = seg.out
+    at = len(out)
+    seq, time, step = m.seq, m.time, m.step
+    out.extend(
+        (seg.name(m.id), m.type, seq, time, None if step is None else ("<" if step >= 0 else step))
+    )
+    if type(seq) is int:
+        seg.seqs.append(at + 2)
+    if type(time) is int:
+        seg.times.append(at + 3)
     _row(seg, m.row)
-    seg.ident(m.copied_from)
+    out.append(seg.name(m.copied_from))
 
 
 def _views(seg: _Segment, pending: Any, transcript: Any) -> None:
     out = seg.out
+    name, seqs, times = seg.name, seg.seqs, seg.times
     out.append(len(pending))
     for v in pending:
-        seg.ident(v.input)
-        out.extend((v.type, v.delivery))
-        seg.seq(v.admitted_seq)
-        seg.time(v.time)
+        at = len(out)
+        seq, time = v.admitted_seq, v.time
+        out.extend((name(v.input), v.type, v.delivery, seq, time))
+        if type(seq) is int:
+            seqs.append(at + 3)
+        if type(time) is int:
+            times.append(at + 4)
     out.append(len(transcript))
     for v in transcript:
-        seg.ident(v.id)
-        out.append(v.type)
-        seg.seq(v.seq)
-        seg.time(v.time)
-        seg.ident(v.copied_from)
+        at = len(out)
+        seq, time = v.seq, v.time
+        out.extend((name(v.id), v.type, seq, time, name(v.copied_from)))
+        if type(seq) is int:
+            seqs.append(at + 2)
+        if type(time) is int:
+            times.append(at + 3)
 
 
 def _shadow(seg: _Segment, sh: Any) -> None:
     """A session's shadow; the evidence-only step indexes (last event, the
     execution's start, the staged revert's step, creation) are left out."""
     out = seg.out
-    out.extend(("shadow", min(sh.n_events, 2)))
-    seg.seq(sh.last_seq)
-    out.append(sh.first_forked)
-    seg.seq(sh.fork_seq)
-    seg.seq(sh.fork_floor)
-    out.append(len(sh.pending))
-    for x, r in sh.pending.items():
-        seg.ident(x)
+    name = seg.name
+    at = len(out)
+    seqs = (sh.last_seq, sh.fork_seq, sh.fork_floor)
+    pending = sh.pending
+    out.extend(
+        ("shadow", min(sh.n_events, 2), seqs[0], sh.first_forked, seqs[1], seqs[2], len(pending))
+    )
+    for offset, v in ((2, seqs[0]), (4, seqs[1]), (5, seqs[2])):
+        if type(v) is int:
+            seg.seqs.append(at + offset)
+    for x, r in pending.items():
+        out.append(name(x))
         _row(seg, r)
     _row(seg, sh.barrier)
     out.append(len(sh.visible))
     for x, m in sh.visible.items():
-        seg.ident(x)
+        out.append(name(x))
         _msg(seg, m)
-    seg.ident(sh.staged)
+    out.append(name(sh.staged))
     _views(seg, sh.view_pending, sh.view_transcript)
     out.append(sh.exec_open)
     cont = sh.cont
     if cont is None:
         out.append(None)
     else:
-        seg.step(cont[0])
+        out.append(_step(cont[0]))
         seg.call(cont[1])
-    out.append(sh.last_step)  # the model's step count, compared with + 1
-    seg.step(sh.doorbell)
-    out.append(sh.doorbell_kept)
-    out.append(len(sh.bg))
-    for x, (r, at) in sh.bg.items():
-        seg.ident(x)
+    # the model's step count (compared with + 1), the doorbell, kept or not
+    out.extend((sh.last_step, _step(sh.doorbell), sh.doorbell_kept, len(sh.bg)))
+    for x, (r, step) in sh.bg.items():
+        out.append(name(x))
         _row(seg, r)
-        seg.step(at)
+        out.append(_step(step))
 
 
 _RECEIPT_ROLES: dict[str, Callable[[_Segment, Any], None]] = {
@@ -491,36 +555,34 @@ _RECEIPT_TYPES = {"input": str, "session": str, "admitted_seq": int, "time": int
 def _life(seg: _Segment, life: Any) -> None:
     """A lifecycle; where it was promoted, ended and got its receipt are
     evidence only."""
+    out = seg.out
     _row(seg, life.row)
-    seg.out.extend((life.state, life.promotions))
     receipt = life.receipt
     if receipt is None:
-        seg.out.append(None)
+        out.extend((life.state, life.promotions, None))
     else:
-        seg.out.append(len(receipt))
+        out.extend((life.state, life.promotions, len(receipt)))
         for k, v in receipt.items():
-            seg.out.append(k)
+            out.append(k)
             write = _RECEIPT_ROLES.get(k)
             if write is not None and (v is None or type(v) is _RECEIPT_TYPES[k]):
                 write(seg, v)
             else:
-                seg.out.append(repr(v))  # the payload (parsed JSON): compared whole
-    seg.out.extend((life.payload, life.delivery))
-    seg.step(life.acked_step)
+                out.append(repr(v))  # the payload (parsed JSON): compared whole
+    out.extend((life.payload, life.delivery, _step(life.acked_step)))
 
 
 def _tracker_owner(seg: _Segment, o: Any) -> None:
-    seg.session(o.session)
-    seg.out.extend((o.type, o.copied, o.freed))
-    seg.step(o.step)
+    seg.out.extend((_session(seg.sid, o.session), o.type, o.copied, o.freed, _step(o.step)))
 
 
 def _id_entries(seg: _Segment, tag: str, items: list[tuple[str, Any]], write: Any) -> None:
-    seg.out.extend((tag, len(items)))
+    out = seg.out
+    out.extend((tag, len(items)))
     if not items:
         return
     for x, v in seg.owned_in_order(items) if len(items) > 1 else items:
-        seg.ident(x)
+        out.append(seg.name(x))
         write(seg, v)
 
 
@@ -785,25 +847,28 @@ def compute(
         if slot is not None and cache is not None:
             deps = [*seg.deps, *seg.looked]
             cache.segments[slot] = (refs, seg, written_out, digests[sid], deps)
-    order = sorted(sids, key=lambda s: digests[s])
-    groups: list[list[str]] = []
-    for sid in order:
-        if groups and digests[groups[-1][0]] == digests[sid]:
-            groups[-1].append(sid)
-        else:
-            groups.append([sid])
-    tied = len(groups) != len(order)
+    order = sorted(sids, key=digests.__getitem__)
+    tied = len(set(digests.values())) != len(order)
     head = _facts(tracker)
     best: tuple[Any, ...] | None = None
     best_ranks: dict[str, int] = {}
-    choices = product(*(permutations(g) for g in groups)) if tied else ((tuple(order),),)
-    for choice in choices:
-        ranks = {sid: k for k, sid in enumerate(sid for group in choice for sid in group)}
-        tail = _references(segments, ranks, full)
-        if best is None or repr(tail) < repr(best):
-            best, best_ranks = tail, ranks
-        if not tail:
-            break  # nothing names a session's rank: the order of tied sessions is moot
+    if not tied:  # one order of sessions: the digests'
+        best_ranks = {sid: k for k, sid in enumerate(order)}
+        best = _references(segments, best_ranks, full)
+    else:
+        groups: list[list[str]] = []
+        for sid in order:
+            if groups and digests[groups[-1][0]] == digests[sid]:
+                groups[-1].append(sid)
+            else:
+                groups.append([sid])
+        for choice in product(*(permutations(g) for g in groups)):
+            ranks = {sid: k for k, sid in enumerate(sid for group in choice for sid in group)}
+            tail = _references(segments, ranks, full)
+            if best is None or repr(tail) < repr(best):
+                best, best_ranks = tail, ranks
+            if not tail:
+                break  # nothing names a session's rank: the order of tied sessions is moot
     assert best is not None
     body = (head, best, tuple(digests[s] for s in order))
     names = {sid: seg.names for sid, seg in segments.items()}
@@ -832,6 +897,16 @@ def _references(
     """What ties sessions together under one session order: IDs a segment
     mentions and another session owns, unowned IDs two segments name, and
     what is written in full. Empty in a world where sessions share nothing."""
+    if not full:  # most keys: nothing foreign, and at most one segment names unowned IDs
+        loose_in = 0
+        for seg in segments.values():
+            if seg.foreign:
+                break
+            if seg.loose:
+                loose_in += 1
+        else:
+            if loose_in < 2:
+                return ()
     out: list[Any] = []
     named: dict[str, tuple[int, int]] = {}  # an owned ID -> (its session's rank, local name)
     if full or any(seg.foreign for seg in segments.values()):
