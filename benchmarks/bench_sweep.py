@@ -555,15 +555,17 @@ def checked_operations(
     print("checked operations, sweep vs Hypothesis (same model, monitor and invariants):")
     for c in results:
         ratios, loads = c.ratios(), [x for r in c.rounds for x in r["load"]]
-        line = (
-            f"  {c.side.label:<28} by CPU time: median {statistics.median(ratios):.2f}x of "
-            f"{len(ratios)} round(s) ({min(ratios):.2f}-{max(ratios):.2f}x, load "
-            f"{min(loads):.1f}-{max(loads):.1f})"
-        )
+        line = f"  {c.side.label:<28}"
+        if ratios:  # none with --checked-rounds 0 (instructions only)
+            line += (
+                f" by CPU time: median {statistics.median(ratios):.2f}x of "
+                f"{len(ratios)} round(s) ({min(ratios):.2f}-{max(ratios):.2f}x, load "
+                f"{min(loads):.1f}-{max(loads):.1f});"
+            )
         if c.instructions is not None:
             i = c.instructions
             line += (
-                f"; by instructions: {i['ratio']:.2f}x (sweep {i['sweep']['per_op'] / 1e3:,.0f} k "
+                f" by instructions: {i['ratio']:.2f}x (sweep {i['sweep']['per_op'] / 1e3:,.0f} k "
                 f"a checked op over {i['sweep']['ops']:,} ops, Hypothesis "
                 f"{i['hypothesis']['per_op'] / 1e3:,.0f} k over {i['hypothesis']['ops']:,})"
             )
