@@ -140,7 +140,7 @@ def advance(state: State, step: RunnerStep, now: int, crash_at: str | None = Non
 
 def _request(state: State, op: Op, crash_at: str | None, quiesce: bool) -> Outcome:
     if isinstance(op, CrashOp):
-        return Outcome(state.crashed(), Ok({}), ())
+        return _outcome(Outcome, (state.crashed(), Ok({}), ()))
     tx = Tx(state, op.now, crash_at)
     try:
         result = _HANDLERS[type(op)](tx, op)
@@ -152,11 +152,16 @@ def _request(state: State, op: Op, crash_at: str | None, quiesce: bool) -> Outco
         # steps, which the callers' frames reach, are freed by reference
         # counting instead of waiting for the cyclic collector.
         failure.__traceback__ = None
-        return Outcome(state, Err(failure.code, failure.message), ())
+        return _outcome(Outcome, (state, Err(failure.code, failure.message), ()))
     except CrashedAt as crash:
-        return Outcome(tx.freeze().crashed(), Crashed(crash.point), tuple(tx.events))
+        return _outcome(Outcome, (tx.freeze().crashed(), Crashed(crash.point), tuple(tx.events)))
     reply = result if isinstance(result, Ok) else Ok(result)
-    return Outcome(tx.freeze(), reply, tuple(tx.events))
+    return _outcome(Outcome, (tx.freeze(), reply, tuple(tx.events)))
+
+
+# An Outcome built as the tuple it is: its class's own ``__new__`` is a Python
+# function around this same call (~1.5 K instructions more a request).
+_outcome = tuple.__new__
 
 
 # --- one handler per operation ---------------------------------------------
