@@ -130,6 +130,8 @@ def _reply_text(reply: Reply | None) -> str:
         return '{"ok":true,"result":' + (reply.text or _encode(reply.result)) + "}"
     if type(reply) is Err:
         return '{"error":' + _string(reply.code) + ',"ok":false}'
+    if reply is None:  # a kill's step
+        return "null"
     return _encode(reply_wire(reply))
 
 
