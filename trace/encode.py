@@ -146,14 +146,21 @@ def observed_text(observed: Observed) -> str:
     if observed.events:
         parts.append('"events":[' + ",".join(map(_event, observed.events)) + "]")
     if observed.pending:
-        pending = sorted(observed.pending, key=_first)
+        # Mostly one session's: nothing to sort.
+        pending = (
+            observed.pending if len(observed.pending) == 1 else sorted(observed.pending, key=_first)
+        )
         parts.append(
             '"pending":{'
             + ",".join(f"{_string(s)}:[{','.join(map(_pending, v))}]" for s, v in pending)
             + "}"
         )
     if observed.transcript:
-        transcript = sorted(observed.transcript, key=_first)
+        transcript = (
+            observed.transcript
+            if len(observed.transcript) == 1
+            else sorted(observed.transcript, key=_first)
+        )
         parts.append(
             '"transcript":{'
             + ",".join(f"{_string(s)}:[{','.join(map(_message, v))}]" for s, v in transcript)
