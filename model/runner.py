@@ -324,6 +324,9 @@ def _boundary(tx: Tx, session: str, scope: str, step: int, forced: bool, doorbel
     _promotions(tx, session, forced, doorbell, step, tuple(r.input for r in batch), False, reread)
 
 
+_work = tuple.__new__  # a Work with every field given (see _promotions)
+
+
 def _promotions(
     tx: Tx,
     session: str,
@@ -336,7 +339,11 @@ def _promotions(
 ) -> None:
     """The boundary goes on with ``batch`` left to promote."""
     at: At = "promote" if batch else "reread" if reread else "open"
-    tx.work[session] = Work(at, forced, doorbell, step, False, "start", batch, promoted, reread)
+    # Every field given: built as the tuple it is (Work's own __new__ is a
+    # Python function around this same call), once per boundary transition.
+    tx.work[session] = _work(
+        Work, (at, forced, doorbell, step, False, "start", batch, promoted, reread)
+    )
 
 
 def _promote(tx: Tx, session: str, input_id: str) -> bool:

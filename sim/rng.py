@@ -22,7 +22,9 @@ shrink toward 0.0, that is toward the simplest choice.
 from __future__ import annotations
 
 import random
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from itertools import accumulate
 from math import trunc  # int(x) for a float, without the call of a type: ~500 instructions less
 from typing import Protocol, TypeVar
 
@@ -122,21 +124,27 @@ class Chooser:
         """An index into ``weights`` drawn in proportion to them (their sum is
         positive). A replayed index may land on a zero weight: still a valid
         choice, just one the live generator would not have made."""
-        n = len(weights)
+        return self.weighted_by(cumulative(weights))
+
+    def weighted_by(self, sums: Sequence[int]) -> int:
+        """:meth:`weighted` given the weights' running sums
+        (:func:`cumulative`), which a caller drawing from one fixed list of
+        weights many times computes once: the draw is then two bisections in
+        C rather than a Python loop over the weights.
+
+        The same index as walking the weights and subtracting each from the
+        target until it falls below one: the weights are integers, so each
+        subtraction is exact and "below the i-th weight after subtracting
+        those before it" is "below the i-th running sum"."""
+        n = len(sums)
         if n <= 1:
             return 0
         draw = self._random
         if draw is not None:
-            target = draw() * sum(weights)
-            index = n - 1
-            for i, w in enumerate(weights):
-                if target < w:
-                    index = i
-                    break
-                target -= w
-            # A float edge can walk past the last positive weight.
-            while weights[index] <= 0 and index > 0:
-                index -= 1
+            total = sums[-1]
+            index = bisect_right(sums, draw() * total)
+            if index >= n:  # a float edge reached the total: the last positive weight
+                index = bisect_left(sums, total)
         else:
             index = self._replayed(n)
         self._record(index)
@@ -145,6 +153,11 @@ class Chooser:
     @property
     def replaying(self) -> bool:
         return self._script is not None
+
+
+def cumulative(weights: Sequence[int]) -> tuple[int, ...]:
+    """The running sums of ``weights``, as :meth:`Chooser.weighted_by` takes them."""
+    return tuple(accumulate(weights))
 
 
 def seeded(seed: int) -> Chooser:

@@ -229,7 +229,7 @@ def run(
             rec.violations.extend(found)
     driven.close()
     steps = tuple(rec.steps)
-    texts = tuple(step_text(s) for s in steps)
+    texts = tuple(map(step_text, steps))
     return RunResult(
         seed=seed,
         policy=policy.name,

@@ -42,7 +42,7 @@ from ..model import (
 )
 from ..model.frozen import fast_init
 from ..trace.view import View
-from .rng import Chooser
+from .rng import Chooser, cumulative
 from .swarm import FAMILIES, FINISH, RACES, Races, Swarm
 
 TEXTS = ("a", "b", "c")
@@ -121,6 +121,7 @@ class Workload:
         "_menus",
         "_metadata_ok",
         "_conflicts",
+        "_finish",
         "races",
         "_races",
         "group_kills",
@@ -161,6 +162,7 @@ class Workload:
             for kind, points in REACHABLE.items()
         }
         self._menus: dict[tuple[bool, bool, bool], tuple[tuple[str, ...], tuple[int, ...]]] = {}
+        self._finish = cumulative(swarm.finish)  # the answers' weights, as running sums
         self._metadata_ok = NO_METADATA not in self.features
         # The ways a prompt's ID can be reused with something changed (see
         # _conflict_action): all five unless the target lacks metadata, or
@@ -190,14 +192,14 @@ class Workload:
             return Action("create", Create(now, session=self.sessions[0])), 0
         client = ch.below(swarm.clients)
         sent = self.sent[client]
-        # Which conditional families can act; the (names, weights) for each of
-        # the eight combinations are built once per run.
+        # Which conditional families can act; the (names, weights' running
+        # sums) for each of the eight combinations are built once per run.
         key = (bool(view.calls), bool(sent) or bool(self.unknown), self._with_id[client] > 0)
         menu = self._menus.get(key)
         if menu is None:
             menu = self._menus[key] = self._menu(*key)
-        names, weights = menu
-        action = _ACTS[names[ch.weighted(weights)]](self, view, now, client)
+        names, sums = menu
+        action = _ACTS[names[ch.weighted_by(sums)]](self, view, now, client)
         points = self._crash.get(type(action.op), ())
         if points and ch.chance(swarm.failpoint_rate):
             action = Action(action.label, action.op, ch.pick(points))
@@ -279,14 +281,15 @@ class Workload:
         self, answer: bool, retry: bool, conflict: bool
     ) -> tuple[tuple[str, ...], tuple[int, ...]]:
         """The families that can act (answer needs an open call, retry a sent
-        request, conflict a sent request with an ID) and their weights."""
+        request, conflict a sent request with an ID) and their weights'
+        running sums."""
         off = {
             name
             for name, on in (("answer", answer), ("retry", retry), ("conflict", conflict))
             if not on
         }
         menu = [(f, w) for f, w in self._families if f not in off]
-        return tuple(f for f, _ in menu), tuple(w for _, w in menu)
+        return tuple(f for f, _ in menu), cumulative([w for _, w in menu])
 
     def learn(self, client: int, action: Action, outcome: str) -> None:
         """Remember an admission request and its outcome (for retries)."""
@@ -433,7 +436,7 @@ class Workload:
     def _answer_action(self, view: View, now: int, client: int) -> Action:
         ch = self.ch
         call = ch.pick(view.calls)
-        finish = FINISH[ch.weighted(self.swarm.finish)]
+        finish = FINISH[ch.weighted_by(self._finish)]
         if ch.chance(0.02):
             return Action("answer.stale", Answer(now, call="call-0", finish=finish))
         return Action("answer." + finish, Answer(now, call=call.call, finish=finish))

@@ -130,6 +130,8 @@ def _reply_text(reply: Reply | None) -> str:
         return '{"ok":true,"result":' + (reply.text or _encode(reply.result)) + "}"
     if type(reply) is Err:
         return '{"error":' + _string(reply.code) + ',"ok":false}'
+    if reply is None:  # a kill's step
+        return "null"
     return _encode(reply_wire(reply))
 
 
@@ -144,14 +146,21 @@ def observed_text(observed: Observed) -> str:
     if observed.events:
         parts.append('"events":[' + ",".join(map(_event, observed.events)) + "]")
     if observed.pending:
-        pending = sorted(observed.pending, key=_first)
+        # Mostly one session's: nothing to sort.
+        pending = (
+            observed.pending if len(observed.pending) == 1 else sorted(observed.pending, key=_first)
+        )
         parts.append(
             '"pending":{'
             + ",".join(f"{_string(s)}:[{','.join(map(_pending, v))}]" for s, v in pending)
             + "}"
         )
     if observed.transcript:
-        transcript = sorted(observed.transcript, key=_first)
+        transcript = (
+            observed.transcript
+            if len(observed.transcript) == 1
+            else sorted(observed.transcript, key=_first)
+        )
         parts.append(
             '"transcript":{'
             + ",".join(f"{_string(s)}:[{','.join(map(_message, v))}]" for s, v in transcript)
