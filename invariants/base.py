@@ -249,15 +249,16 @@ class Checker:
         IDs, step indexes); one whose memory nests deeper overrides this.
         ``tests/test_canon.py`` feeds copies and checks that the original
         does not change."""
-        new = object.__new__(type(self))
+        cls = type(self)
+        new = object.__new__(cls)
         memory = new.__dict__
         mine = self.__dict__
         memory.update(mine)
         memory["env"] = env
         memory["t"] = env.tracker
-        found = _MEMORY_NAMES.get(type(self))
+        found = _MEMORY_NAMES.get(cls)
         if found is None or found[0] != len(mine):
-            found = _memory_names(type(self), mine)
+            found = _memory_names(cls, mine)
         for name in found[1]:
             value = memory[name]
             kind = type(value)
@@ -272,9 +273,11 @@ _MEMORY_NAMES: dict[type, tuple[int, tuple[str, ...]]] = {}
 
 def _memory_names(cls: type, attributes: dict[str, Any]) -> tuple[int, tuple[str, ...]]:
     """A checker's own attributes (its memory), besides what the base gives
-    every checker: computed once per class, again if the number of its
-    attributes changed (a checker sets all of them in ``__init__``, never
-    deletes one; most checkers have none)."""
-    names = tuple(n for n in attributes if n not in _BASE_ATTRIBUTES)
+    every checker and its ``step_scoped`` ones (dead between steps: each step
+    assigns them before any read, so a copy may share them): computed once
+    per class, again if the number of its attributes changed (a checker sets
+    all of them in ``__init__``, never deletes one; most checkers have none)."""
+    scoped = getattr(cls, "step_scoped", ())
+    names = tuple(n for n in attributes if n not in _BASE_ATTRIBUTES and n not in scoped)
     found = _MEMORY_NAMES[cls] = (len(attributes), names)
     return found

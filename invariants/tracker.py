@@ -416,11 +416,11 @@ class Tracker:
         session the next step does not touch keeps its objects, and the
         merge key's cache (``search/canon.py``) knows it unchanged by their
         identity. The ID tables are copied (small; changed in place); the
-        call tables are shared (only ever replaced whole); what they hold
-        never changes once made (rows, messages, owners, calls, views)."""
+        call tables and the features are shared (only ever replaced whole);
+        what they hold never changes once made (rows, messages, owners,
+        calls, views)."""
         t = Tracker.__new__(Tracker)
         t.__dict__.update(self.__dict__)
-        t.features = self.features.copy()
         t.sessions = self.sessions.copy()
         t.owners = self.owners.copy()
         t.namespace = self.namespace.copy()
