@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any, NamedTuple
 
 from . import inbox, runner
@@ -206,10 +207,13 @@ _HELLO_TEXT: dict[tuple[str, tuple[str, ...], int], str] = {}
 _HELLO_TEXT_MOST = 64
 
 
-def _create(tx: Tx, op: Create) -> dict[str, Any]:
-    if op.session not in tx.store.sessions:  # an existing ID is adopted
-        tx.store = tx.store.with_session(SessionLog(op.session))
-    return {"session": op.session}
+def _create(tx: Tx, op: Create) -> Ok:
+    sid = op.session
+    if sid not in tx.store.sessions:  # an existing ID is adopted
+        tx.store = tx.store.with_session(SessionLog(sid))
+    # Its text written at once (``Ok.text``): every run creates its sessions.
+    text = '{"session":' + encode_basestring(sid) + "}" if type(sid) is str else None
+    return Ok({"session": sid}, text)
 
 
 def _prompt(tx: Tx, op: Prompt) -> Ok:
@@ -246,11 +250,17 @@ def _resume(tx: Tx, op: Resume) -> dict[str, Any]:
     return {}
 
 
-def _interrupt(tx: Tx, op: Interrupt) -> dict[str, Any]:
+def _interrupt(tx: Tx, op: Interrupt) -> Ok:
     if op.session not in tx.store.sessions and tx.policy.interrupt_unknown == "no_op":
-        return {"interrupted": False}  # delegated without a lookup (open point A10)
-    tx.session(op.session)
-    return {"interrupted": runner.interrupt(tx, op.session)}
+        interrupted = False  # delegated without a lookup (open point A10)
+    else:
+        tx.session(op.session)
+        interrupted = runner.interrupt(tx, op.session)
+    # Its text written at once (``Ok.text``): one of two.
+    return Ok({"interrupted": interrupted}, _INTERRUPTED_TEXT[interrupted])
+
+
+_INTERRUPTED_TEXT = {True: '{"interrupted":true}', False: '{"interrupted":false}'}
 
 
 def _calls(tx: Tx, op: Calls) -> dict[str, Any]:

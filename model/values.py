@@ -233,9 +233,9 @@ class Ok:
     text: str | None = field(default=None, compare=False, repr=False)
     """The canonical JSON text of ``result``, when whoever built the reply
     wrote it at once (the model's receipts and logs, whose payloads are
-    canonical text already, and its hello, encoded once per model and step
-    limit), so that the trace does not parse them back or encode them again;
-    ``None`` otherwise. Not compared: a function of ``result``."""
+    canonical text already, its hello, encoded once per model and step
+    limit, its create and its interrupt), so that the trace does not parse
+    them back or encode them again; ``None`` otherwise. Not compared: a function of ``result``."""
 
 
 @fast_init

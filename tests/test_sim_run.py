@@ -22,6 +22,7 @@ from inboxsim.model import (
     Err,
     Fork,
     Hello,
+    Interrupt,
     Log,
     Ok,
     Op,
@@ -345,8 +346,9 @@ def test_every_request_writer_writes_the_canonical_text_of_its_wire_form() -> No
 
 
 def test_the_models_reply_texts_are_the_canonical_text_of_their_results() -> None:
-    """Receipts and logs carry their result's text (``Ok.text``), written by
-    hand; on the values a seeded run seldom sends it is still the encoder's."""
+    """Receipts, logs, create and interrupt carry their result's text
+    (``Ok.text``), written by hand; on the values a seeded run seldom sends
+    it is still the encoder's."""
     state = initial_state(G4)
     session = "s\u00e91"
     ops = [
@@ -366,6 +368,7 @@ def test_the_models_reply_texts_are_the_canonical_text_of_their_results() -> Non
         Compact(4, session=session),
         Log(5, session=session),
         Log(6, session=session, after=1),
+        Interrupt(7, session=session),
     ]
     written = 0
     for op in ops:
@@ -375,7 +378,7 @@ def test_the_models_reply_texts_are_the_canonical_text_of_their_results() -> Non
             written += 1
             assert reply.text == canonical(reply.result), op
             assert reply == Ok(reply.result)  # not compared: a function of the result
-    assert written == 6
+    assert written == 8
 
 
 def test_the_probes_skipping_unchanged_steps_count_what_they_would_have() -> None:
