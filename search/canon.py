@@ -457,7 +457,7 @@ def _row(seg: _Segment, r: Any) -> None:
             r.delivery,
             seq,
             time,
-            None if step is None else ("<" if step >= 0 else step),
+            None if step is None else ("<" if step >= 0 else step),  # _step, a call less a row
         )
     )
     if type(seq) is int:
@@ -470,6 +470,7 @@ def _msg(seg: _Segment, m: Any) -> None:
     out = seg.out
     at = len(out)
     seq, time, step = m.seq, m.time, m.step
+    # _step written out: a call less a message
     out.extend(
         (seg.name(m.id), m.type, seq, time, None if step is None else ("<" if step >= 0 else step))
     )
