@@ -13,7 +13,8 @@ what the work cost, and every line states the load it ran under.
 
     python benchmarks/bench_sweep.py [--seeds 10000] [--ops 100] [--jobs 1,2]
         [--base REF [--base-keep DIR]] [--checked-seeds 200 --hypothesis-examples 150]
-        [--checked-rounds 1] [--checked-instructions 0] [--profile-seeds 300]
+        [--checked-rounds 1] [--checked-instructions 0 [--checked-counts 3]]
+        [--profile-seeds 300]
         [--checkers MODULE] [--json FILE]
 
 ``--base REF``: each sweep also runs in the release REF names, installed in
@@ -53,12 +54,18 @@ Two ratios, sweep ops per unit over Hypothesis ops per unit, are printed
 - by instruction count (``--checked-instructions N``): each side's script
   under ``valgrind --tool=callgrind`` with N seeds (N examples), minus the
   same with none (start-up, imports, the warm-up), the hash seed fixed:
-  checked ops per instruction. The load cannot move it, so it is the one to
+  checked ops per instruction. The load hardly moves it, so it is the one to
   compare between passes; it gives no weight to what valgrind does not run
   as the CPU would (SHA-256 instructions, memory stalls, the kernel's page
-  faults), so it reads somewhat above the CPU ratio. A release's Hypothesis
-  side draws other examples (of other lengths), so compare each
-  interpreter's ratio, not one side across them.
+  faults), so it reads somewhat above the CPU ratio. Each side is counted
+  ``--checked-counts K`` times and the median is the figure, the spread
+  printed: neither side counts quite the same twice (Hypothesis's engine
+  times phases, draws and the collector through the clock: 7,133.7-7,155.9 M
+  for the same 2,745 ops in three counts on one day, and once a count ~4 %
+  over its neighbours; the sweep side's store runs DuckDB's threads), so one
+  count can flatter a ratio. A release's Hypothesis side draws other
+  examples (of other lengths), so compare each interpreter's ratio, not one
+  side across them.
 
 The profile runs a sample of seeds in process (as one job does, the store
 write included) under cProfile, and prints the hottest functions and the
@@ -565,9 +572,9 @@ def checked_operations(
         if c.instructions is not None:
             i = c.instructions
             line += (
-                f" by instructions: {i['ratio']:.2f}x (sweep {i['sweep']['per_op'] / 1e3:,.0f} k "
-                f"a checked op over {i['sweep']['ops']:,} ops, Hypothesis "
-                f"{i['hypothesis']['per_op'] / 1e3:,.0f} k over {i['hypothesis']['ops']:,})"
+                f" by instructions: {i['ratio']:.2f}x (medians of {args.checked_counts} counts: "
+                f"sweep {_per_op(i['sweep'])} a checked op over {i['sweep']['ops']:,} ops, "
+                f"Hypothesis {_per_op(i['hypothesis'])} over {i['hypothesis']['ops']:,})"
             )
         print(line, flush=True)
     figures["checked"] = [c.summary() for c in results]
@@ -611,19 +618,30 @@ def by_instructions(side: baseline.Side, args: argparse.Namespace) -> dict[str, 
         print(
             f"{side.label}: checked ops, {which}, under callgrind ...", file=sys.stderr, flush=True
         )
-        count = args.checked_instructions
-        counted, result = _callgrind(side.python, _checked_args(args, which, count))
-        alone, _ = _callgrind(side.python, _checked_args(args, which, 0))
-        spent = counted - alone
+        spent, result = [], {}
+        for _ in range(args.checked_counts):
+            counted, result = _callgrind(
+                side.python, _checked_args(args, which, args.checked_instructions)
+            )
+            alone, _ = _callgrind(side.python, _checked_args(args, which, 0))
+            spent.append(counted - alone)
+        ops = max(result["ops"], 1)
         figures[which] = {
             "ops": result["ops"],
             "units": result["units"],
-            "instructions": spent,
-            "per_op": spent / max(result["ops"], 1),
+            "instructions": statistics.median(spent),
+            "per_op": statistics.median(spent) / ops,
+            "per_op_range": [min(spent) / ops, max(spent) / ops],
             "failed": result["failed"],
         }
     figures["ratio"] = figures["hypothesis"]["per_op"] / max(figures["sweep"]["per_op"], 1e-9)
     return figures
+
+
+def _per_op(side: dict[str, Any]) -> str:
+    low, high = side["per_op_range"]
+    spread = f" ({low / 1e3:,.1f}-{high / 1e3:,.1f} k)" if high > low else ""
+    return f"{side['per_op'] / 1e3:,.1f} k{spread}"
 
 
 def _callgrind(python: str, args: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -669,6 +687,13 @@ def main() -> None:
         metavar="N",
         help="also the checked ratio by instruction count under valgrind's callgrind: "
         "N seeds vs N examples (0: skip)",
+    )
+    parser.add_argument(
+        "--checked-counts",
+        type=int,
+        default=3,
+        metavar="K",
+        help="counts of each side under callgrind; the median is the figure (default 3)",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     baseline.add_arguments(parser)
