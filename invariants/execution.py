@@ -347,25 +347,38 @@ class IndependenceChecker(Checker):
         if ctx.crashed or op is None or isinstance(op, Hello):
             return
         sid = ctx.session
+        sessions = self.t.sessions
+        moved = ctx.by_session or ctx.view_changes or ctx.calls_changed
+        if not moved and ctx.answered is None and not isinstance(op, Fork):
+            # Most steps: one session named (or none), nothing moved, so
+            # nothing to judge but whether each invariant was reachable.
+            env = self.env
+            if len(sessions) > (sid is not None):
+                env.hit(INDEPENDENT)
+            if (
+                sid is not None
+                and sid in sessions
+                and sid not in ctx.calls_before
+                and not ctx.busy_before
+                and not isinstance(op, WAKING)
+            ):
+                env.hit(NEEDS_WAKE)  # known and idle: nothing started (_idle)
+            return
         if isinstance(op, Fork):
             named = {op.child} if sid is None else {sid, op.child}
         elif ctx.answered is not None:
             named = {ctx.answered.session} if sid is None else {sid, ctx.answered.session}
         else:
             named = set() if sid is None else {sid}
-        sessions = self.t.sessions
         if len(sessions) > len(named):
             self.env.hit(INDEPENDENT)
         # Only a session the request does not name can show a change it must
         # not make: its events, a view, or a call open before or after (on a
         # step that moved none of them, most of a sweep's, none can).
-        if (ctx.by_session or ctx.view_changes or ctx.calls_changed) and (
+        if moved and (
             not named.issuperset(ctx.by_session)
             or not named.issuperset(map(_SESSION_OF_CHANGE, ctx.view_changes))
-            or (
-                ctx.calls_changed
-                and not (named.issuperset(ctx.calls_before) and named.issuperset(self.t.open))
-            )
+            or (ctx.calls_changed and _calls_moved(ctx.calls_before, self.t.open, named))
         ):
             self._others(ctx, op, named)
         if isinstance(op, WAKING) or ctx.busy_before:
@@ -422,6 +435,21 @@ class IndependenceChecker(Checker):
                 f"but {op.OP} does not wake a session: only a prompt, synthetic or compact into "
                 "it, or its resume, starts an idle session's work",
             )
+
+
+def _calls_moved(before: dict[str, Call], after: dict[str, Call], named: set[str]) -> bool:
+    """Did a session not in ``named`` open or close a call (the open calls
+    before and after a step)? Another session's call open throughout (most
+    steps that moved a call) is no change."""
+    for sid, call in before.items():
+        if sid not in named:
+            still = after.get(sid)
+            if still is None or still.call != call.call:
+                return True
+    for sid in after:
+        if sid not in named and sid not in before:
+            return True
+    return False
 
 
 class CompactionErrorChecker(Checker):

@@ -244,6 +244,7 @@ class StepCtx:
         "p0",
         "admitted",
         "view_changes",
+        "sessions_moved",
         "at_wake",
         "exec_started",
         "fork_from_view",
@@ -296,6 +297,9 @@ class StepCtx:
         self.p0: dict[str, list[Row]] = NONE  # pending rows when the boundary read the inbox
         self.admitted: dict[str, tuple[Event, Row]] = NONE  # fresh admissions of this step
         self.view_changes: list[tuple[str, str, tuple[Any, ...], tuple[Any, ...]]] = NONE
+        # The sessions whose log or views moved (by_session's, then those of
+        # view_changes, in that order), once the views are applied.
+        self.sessions_moved: set[str] = NONE
         # The pending count when the session's work in this step began (its
         # first execution event), for each session that started work.
         self.at_wake: dict[str, int] = NONE
@@ -594,6 +598,7 @@ class Tracker:
             self._close_executions(step.index)
         ctx = StepCtx(step, calls)
         ctx.busy_before, self.busy = self.busy, ctx.runner_busy
+        self.last_index = ctx.index
         op = ctx.op
         if isinstance(op, Answer) and not ctx.err:
             ctx.answered = self.calls_by_id.get(op.call)
@@ -629,7 +634,9 @@ class Tracker:
         sh.last_event_step = ctx.index
 
     def observe(self, ctx: StepCtx) -> None:
-        """Apply the step's views and open calls (after its events)."""
+        """Apply the step's views and open calls (after its events). Nothing
+        to do on a step that moved nothing and was not answered with a result
+        (``Monitor.feed`` does not call it there)."""
         step = ctx.step
         op = ctx.op
         i = ctx.index
@@ -642,14 +649,19 @@ class Tracker:
         observed = step.observed
         if observed.pending or observed.transcript:
             ctx.view_changes = []
+            ctx.sessions_moved = set(ctx.by_session)
+        elif ctx.by_session:
+            ctx.sessions_moved = set(ctx.by_session)
         for sid, rows in observed.pending:
             sh = self.session(sid, i)
             ctx.view_changes.append((sid, "pending", sh.view_pending, rows))
+            ctx.sessions_moved.add(sid)
             if rows != sh.view_pending:  # an equal view is kept: the shadow stays shared
                 self.writable(sid, i).view_pending = rows
         for sid, msgs in observed.transcript:
             sh = self.session(sid, i)
             ctx.view_changes.append((sid, "transcript", sh.view_transcript, msgs))
+            ctx.sessions_moved.add(sid)
             if msgs != sh.view_transcript or sid in ctx.fork_from_view:
                 sh = self.writable(sid, i)
                 sh.view_transcript = msgs
@@ -680,10 +692,11 @@ class Tracker:
                 if not ctx.p0:
                     ctx.p0 = {}
                 ctx.p0[c.session] = list(calling.pending.values()) if calling else []
-        self.last_index = i
 
     def settle(self, ctx: StepCtx) -> None:
-        """Update the volatile drain facts once every checker saw the step."""
+        """Update the volatile drain facts once every checker saw the step.
+        Nothing to do on a step that moved nothing, was not answered with a
+        result and answered no call (``Monitor.feed`` does not call it there)."""
         op = ctx.op
         if not (
             ctx.crashed
