@@ -569,7 +569,7 @@ class Tracker:
                 barrier = r
                 break
         if barrier is None:
-            return [r for r in rows if r.type != "compaction"]
+            return list(rows)  # no compaction row among them
         if self.policy.barrier_blocks == "all":
             return []
         return [r for r in rows if r.type != "compaction" and r.seq < barrier.seq]
