@@ -45,7 +45,10 @@ def boundaries(ctx: StepCtx) -> list[tuple[str, bool]]:
         owner = ctx.answered.session if ctx.answered else ctx.session
         if owner is not None:
             sessions.add(owner)
-    return [(sid, ctx.new_step_call(sid) is not None or after_promotion) for sid in sessions]
+    found = []  # (a loop: a comprehension is a call of its own in Python 3.11)
+    for sid in sessions:
+        found.append((sid, after_promotion or ctx.new_step_call(sid) is not None))
+    return found
 
 
 def _where(ctx: StepCtx, sid: str) -> str:

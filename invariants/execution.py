@@ -10,7 +10,7 @@ adapter quiesces before it answers, so a busy session always waits on one.
 
 from __future__ import annotations
 
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from ..model.ops import Answer, Compact, Fork, Hello, Interrupt, Op, Prompt, Resume, Synthetic
@@ -36,9 +36,15 @@ IDLE_INTERRUPT = "idle-interrupt-noop"
 
 
 def _work(ctx: StepCtx, sid: str) -> list[Event]:
-    return [e for e in ctx.by_session.get(sid, ()) if e.type in EXEC_TYPES]
+    work = []  # (a loop: a comprehension is a call of its own in Python 3.11)
+    for e in ctx.by_session.get(sid, ()):
+        if e.type in EXEC_TYPES:
+            work.append(e)
+    return work
 
 
+_INPUT = attrgetter("input")
+"""A pending row's ID (mapped over a view without a Python frame per entry)."""
 _SESSION_OF_CHANGE = itemgetter(0)
 """The session of a ``StepCtx.view_changes`` entry."""
 
@@ -481,7 +487,10 @@ class CompactionErrorChecker(Checker):
             return
         self.barrier = sh.barrier
         # Once the barrier is consumed nothing holds pending input back.
-        self.waiting = [r for r in sh.pending.values() if r.type != "compaction"]
+        self.waiting = waiting = []
+        for r in sh.pending.values():
+            if r.type != "compaction":
+                waiting.append(r)
         self.cont = sh.cont[0] if sh.cont is not None else None
 
     def end(self, ctx: StepCtx) -> None:
@@ -558,11 +567,15 @@ class InterruptChecker(Checker):
         sh = self.t.sessions.get(ctx.session or "")
         self.known = sh is not None
         running = ctx.calls_before.get(ctx.session or "")
-        keep = ("user", "synthetic") if running and running.kind == "compaction" else None
-        self.rows = [r for r in sh.pending.values() if keep is None or r.type in keep] if sh else []
-        self.shown = (
-            {v.input for v in sh.view_pending if keep is None or v.type in keep} if sh else set()
-        )
+        if sh is None:
+            self.rows, self.shown = [], set()
+        elif running is None or running.kind != "compaction":
+            self.rows = list(sh.pending.values())
+            self.shown = set(map(_INPUT, sh.view_pending))
+        else:  # the input, not the barrier of the compaction call it cancels
+            keep = ("user", "synthetic")
+            self.rows = [r for r in sh.pending.values() if r.type in keep]
+            self.shown = {v.input for v in sh.view_pending if v.type in keep}
 
     def end(self, ctx: StepCtx) -> None:
         env = self.env
