@@ -89,8 +89,7 @@ class WakeChecker(Checker):
         if pending is None:  # it started no work: what is pending now
             sh = self.t.sessions.get(sid)
             pending = len(sh.pending) if sh is not None else 0
-        what = f"{op.OP if op else 'request'} {ctx.result.get('input')} at step {ctx.index}"
-        started = work[0].type if work else (words.call(opened) if opened else "")
+        started = bool(work) or opened is not None  # in words only in a violation's message
         env.hit(WAKE)
         # G5's empty compaction (empty_compaction = "fail") settles without a call.
         settled_empty = self.env.policy.empty_compaction == "fail" and any(
@@ -101,8 +100,8 @@ class WakeChecker(Checker):
                 env.fail(
                     WAKE,
                     (ctx.index,),
-                    f"{what} woke idle session {sid} with {pending} pending row(s), but no "
-                    "execution started: admission with resume wakes execution",
+                    f"{_admission(ctx)} woke idle session {sid} with {pending} pending row(s), "
+                    "but no execution started: admission with resume wakes execution",
                 )
         elif wakes:
             env.hit(LAZY)
@@ -110,16 +109,31 @@ class WakeChecker(Checker):
                 env.fail(
                     LAZY,
                     (ctx.index,),
-                    f"{what} woke idle session {sid} with nothing pending, yet it started work "
-                    f"({started}): an unforced drain with no pending rows starts nothing",
+                    f"{_admission(ctx)} woke idle session {sid} with nothing pending, yet it "
+                    f"started work ({_started(work, opened)}): an unforced drain with no pending "
+                    "rows starts nothing",
                 )
         elif started:
             why = "resume: false" if getattr(op, "resume", None) is False else "a staged revert"
             env.fail(
                 WAKE,
                 (ctx.index,),
-                f"{what} must not wake session {sid} ({why}), yet it started work ({started})",
+                f"{_admission(ctx)} must not wake session {sid} ({why}), yet it started work "
+                f"({_started(work, opened)})",
             )
+
+
+def _admission(ctx: StepCtx) -> str:
+    """The step's request and the input it acknowledged, in words (for a
+    violation's message only: formatted when one is found)."""
+    op = ctx.op
+    return f"{op.OP if op else 'request'} {ctx.result.get('input')} at step {ctx.index}"
+
+
+def _started(work: list[Event], opened: Call | None) -> str:
+    """The work a step started, in words: its first execution event, or the
+    call it opened."""
+    return work[0].type if work else words.call(opened) if opened is not None else ""
 
 
 class SingleExecutionChecker(Checker):
