@@ -353,18 +353,34 @@ def _same_plain(a: Any, b: Any) -> bool:
     kind = type(a)
     if kind is not type(b):
         return False
-    if kind is str or kind is int or kind is bool or a is None:
+    if kind in _SCALARS:
         return bool(a == b)
     if kind is dict:
         if len(a) != len(b):
             return False
         for k, v in a.items():
-            if type(k) is not str or k not in b or not _same_plain(v, b[k]):
+            if type(k) is not str or k not in b:
+                return False
+            w = b[k]
+            # a scalar value compared here, not in a call of its own (most are)
+            if type(v) in _SCALARS:
+                if type(v) is not type(w) or v != w:
+                    return False
+            elif not _same_plain(v, w):
                 return False
         return True
     if kind is list:
-        return len(a) == len(b) and all(_same_plain(x, y) for x, y in zip(a, b, strict=True))
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b, strict=True):
+            if not _same_plain(x, y):
+                return False
+        return True
     return False
+
+
+_SCALARS = frozenset({str, int, bool, type(None)})
+"""The types whose values :func:`_same_plain` compares with ``==``."""
 
 
 def request_kind(op: Op | None) -> str | None:
@@ -692,11 +708,12 @@ class Tracker:
         if observed.calls is not None or ctx.crashed:
             calls = observed.calls if observed.calls is not None else ()
             before = self.calls_by_id
-            by_id = {c.call: c for c in calls}
+            by_id: dict[str, Call] = {}
             opened: dict[str, Call] = {}
             count: dict[str, int] = {}
             new_calls = []
             for c in calls:
+                by_id[c.call] = c
                 opened[c.session] = c
                 count[c.session] = count.get(c.session, 0) + 1
                 if c.call not in before:
