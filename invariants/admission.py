@@ -105,7 +105,13 @@ class ProjectionChecker(Checker):
             sh = self.t.sessions[sid]
             row = sh.pending.get(x)
             if row is not None and row.seq == ev.seq:  # still pending at the end of the step
-                view = next((v for v in sh.view_pending if v.input == x), None)
+                # (loops, not comprehensions, in this checker: a comprehension is a
+                # call of its own in Python 3.11, and it judges every admission)
+                view = None
+                for v in sh.view_pending:
+                    if v.input == x:
+                        view = v
+                        break
                 if view is None:
                     env.fail(
                         PROJECTS,
@@ -114,16 +120,15 @@ class ProjectionChecker(Checker):
                         f"of session {sid} does not show it",
                     )
                 else:
-                    wrong = [
-                        f"{name} {got!r} instead of {want!r}"
-                        for name, got, want in (
-                            ("admitted_seq", view.admitted_seq, ev.seq),
-                            ("time", view.time, ev.time),
-                            ("type", view.type, row.type),
-                            ("delivery", view.delivery, row.delivery),
-                        )
-                        if got != want
-                    ]
+                    wrong = []
+                    for name, got, want in (
+                        ("admitted_seq", view.admitted_seq, ev.seq),
+                        ("time", view.time, ev.time),
+                        ("type", view.type, row.type),
+                        ("delivery", view.delivery, row.delivery),
+                    ):
+                        if got != want:
+                            wrong.append(f"{name} {got!r} instead of {want!r}")
                     if wrong:
                         env.fail(
                             PROJECTS,
@@ -137,16 +142,15 @@ class ProjectionChecker(Checker):
                 if life is None:
                     continue
                 r = life.row
-                wrong = [
-                    f"{name} {result.get(name)!r} instead of {want!r}"
-                    for name, want in (
-                        ("admitted_seq", r.seq),
-                        ("time", r.time),
-                        ("type", r.type),
-                        ("delivery", r.delivery),
-                    )
-                    if name in result and result.get(name) != want
-                ]
+                wrong = []
+                for name, want in (
+                    ("admitted_seq", r.seq),
+                    ("time", r.time),
+                    ("type", r.type),
+                    ("delivery", r.delivery),
+                ):
+                    if name in result and result.get(name) != want:
+                        wrong.append(f"{name} {result.get(name)!r} instead of {want!r}")
                 if wrong:
                     env.fail(
                         PROJECTS,
@@ -241,7 +245,7 @@ class BeforeWakeChecker(Checker):
     moved_only = True
     step_scoped = ("early", "admission", "late")
     ops = (Prompt, Synthetic, Compact)
-    events = None
+    events = tuple(sorted({*ADMISSIONS, *EXEC_TYPES}))  # the others it passes over
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)

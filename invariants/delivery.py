@@ -45,7 +45,10 @@ def boundaries(ctx: StepCtx) -> list[tuple[str, bool]]:
         owner = ctx.answered.session if ctx.answered else ctx.session
         if owner is not None:
             sessions.add(owner)
-    return [(sid, ctx.new_step_call(sid) is not None or after_promotion) for sid in sessions]
+    found = []  # (a loop: a comprehension is a call of its own in Python 3.11)
+    for sid in sessions:
+        found.append((sid, after_promotion or ctx.new_step_call(sid) is not None))
+    return found
 
 
 def _where(ctx: StepCtx, sid: str) -> str:
@@ -63,7 +66,11 @@ def read_and_batch(t: Tracker, ctx: StepCtx, sid: str) -> tuple[list[Row], list[
     if p0 is None:
         sh = t.sessions.get(sid)
         p0 = list(sh.pending.values()) if sh else []
-    return p0, [row for _, row in ctx.promoted.get(sid, ()) if row is not None]
+    batch = []
+    for _, row in ctx.promoted.get(sid, ()):
+        if row is not None:
+            batch.append(row)
+    return p0, batch
 
 
 class BoundaryContentChecker(Checker):
@@ -87,12 +94,24 @@ class BoundaryContentChecker(Checker):
         env = self.env
         t = self.t
         p0, batch = read_and_batch(t, ctx, sid)
-        ids = [r.input for r in batch]
         promotable = t.promotable(p0)
-        steers = [r for r in promotable if r.delivery == "steer"]
-        queued = [r for r in promotable if r.delivery == "queue"]
+        # (Loops, not comprehensions, here and in AdmissionOrderChecker: a
+        # comprehension is a call of its own in Python 3.11, and a boundary holds
+        # a row or two.)
+        steers: list[Row] = []
+        queued: list[Row] = []
+        for row in promotable:
+            if row.delivery == "steer":
+                steers.append(row)
+            elif row.delivery == "queue":
+                queued.append(row)
         cont = t.continuation(ctx, sid)
-        queue_promoted = [r for r in batch if r.delivery == "queue"]
+        ids = []
+        queue_promoted = []
+        for row in batch:
+            ids.append(row.input)
+            if row.delivery == "queue":
+                queue_promoted.append(row)
 
         # steer-batch: every promotable steer, together, and nothing else.
         if steers:
@@ -197,10 +216,20 @@ class AdmissionOrderChecker(Checker):
     def _order(self, ctx: StepCtx, sid: str) -> None:
         env = self.env
         p0, batch = read_and_batch(self.t, ctx, sid)
-        ids = [r.input for r in batch]
         promotable = self.t.promotable(p0)
-        queued = [r for r in promotable if r.delivery == "queue"]
-        queue_promoted = [r for r in batch if r.delivery == "queue"]
+        queued = []
+        mixed = False  # rows of more than one kind
+        for r in promotable:
+            if r.delivery == "queue":
+                queued.append(r)
+            if r.type != promotable[0].type:
+                mixed = True
+        ids = []
+        queue_promoted = []
+        for r in batch:
+            ids.append(r.input)
+            if r.delivery == "queue":
+                queue_promoted.append(r)
         # queue-fifo: the oldest promotable queued input goes first.
         for q in queue_promoted:
             if len(queued) > 1:
@@ -214,8 +243,7 @@ class AdmissionOrderChecker(Checker):
                     f"{words.row(oldest)} stayed pending: queued input promotes in admission order",
                 )
         # shared-admission-order: prompts and synthetics share one order.
-        kinds = {r.type for r in promotable}
-        if len(kinds) > 1 or len(batch) > 1:
+        if mixed or len(batch) > 1:
             env.hit(ORDER)
         for a, b in zip(batch, batch[1:], strict=False):
             if b.seq < a.seq:

@@ -34,14 +34,6 @@ _ID = attrgetter("id")
 frame per entry: the views are judged after every step that moves one)."""
 
 
-def _sessions(ctx: StepCtx) -> set[str]:
-    """Sessions whose log or views moved in this step."""
-    out = set(ctx.by_session)
-    for sid, _, _, _ in ctx.view_changes:
-        out.add(sid)
-    return out
-
-
 class ReplayChecker(Checker):
     """Folding the durable log (events in seq order) gives exactly the
     pending inbox and transcript the target shows."""
@@ -51,10 +43,8 @@ class ReplayChecker(Checker):
     moves = EVENTS | VIEWS  # a log or a view moved
 
     def end(self, ctx: StepCtx) -> None:
-        if not ctx.by_session and not ctx.view_changes:
-            return  # neither a log nor a view moved
         sessions = self.t.sessions
-        for sid in _sessions(ctx):
+        for sid in ctx.sessions_moved:
             sh = sessions.get(sid)
             if sh is not None:
                 self.env.hit(REPLAY)
@@ -182,10 +172,9 @@ class DurabilityChecker(Checker):
                     f"{op.OP} at step {ctx.index} acknowledged input {x} in session {ctx.session}, "
                     "but no admission event for it exists in that session's durable log",
                 )
-        if not ctx.by_session and not ctx.view_changes:
-            return  # neither a log nor a view moved
-        for sid in _sessions(ctx):
-            sh = self.t.sessions.get(sid)
+        sessions = self.t.sessions
+        for sid in ctx.sessions_moved:  # (none if neither a log nor a view moved)
+            sh = sessions.get(sid)
             if sh is not None and (
                 sh.pending or sh.visible or sh.view_pending or sh.view_transcript
             ):

@@ -10,7 +10,7 @@ adapter quiesces before it answers, so a busy session always waits on one.
 
 from __future__ import annotations
 
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from ..model.ops import Answer, Compact, Fork, Hello, Interrupt, Op, Prompt, Resume, Synthetic
@@ -36,9 +36,15 @@ IDLE_INTERRUPT = "idle-interrupt-noop"
 
 
 def _work(ctx: StepCtx, sid: str) -> list[Event]:
-    return [e for e in ctx.by_session.get(sid, ()) if e.type in EXEC_TYPES]
+    work = []  # (a loop: a comprehension is a call of its own in Python 3.11)
+    for e in ctx.by_session.get(sid, ()):
+        if e.type in EXEC_TYPES:
+            work.append(e)
+    return work
 
 
+_INPUT = attrgetter("input")
+"""A pending row's ID (mapped over a view without a Python frame per entry)."""
 _SESSION_OF_CHANGE = itemgetter(0)
 """The session of a ``StepCtx.view_changes`` entry."""
 
@@ -83,8 +89,7 @@ class WakeChecker(Checker):
         if pending is None:  # it started no work: what is pending now
             sh = self.t.sessions.get(sid)
             pending = len(sh.pending) if sh is not None else 0
-        what = f"{op.OP if op else 'request'} {ctx.result.get('input')} at step {ctx.index}"
-        started = work[0].type if work else (words.call(opened) if opened else "")
+        started = bool(work) or opened is not None  # in words only in a violation's message
         env.hit(WAKE)
         # G5's empty compaction (empty_compaction = "fail") settles without a call.
         settled_empty = self.env.policy.empty_compaction == "fail" and any(
@@ -95,8 +100,8 @@ class WakeChecker(Checker):
                 env.fail(
                     WAKE,
                     (ctx.index,),
-                    f"{what} woke idle session {sid} with {pending} pending row(s), but no "
-                    "execution started: admission with resume wakes execution",
+                    f"{_admission(ctx)} woke idle session {sid} with {pending} pending row(s), "
+                    "but no execution started: admission with resume wakes execution",
                 )
         elif wakes:
             env.hit(LAZY)
@@ -104,16 +109,31 @@ class WakeChecker(Checker):
                 env.fail(
                     LAZY,
                     (ctx.index,),
-                    f"{what} woke idle session {sid} with nothing pending, yet it started work "
-                    f"({started}): an unforced drain with no pending rows starts nothing",
+                    f"{_admission(ctx)} woke idle session {sid} with nothing pending, yet it "
+                    f"started work ({_started(work, opened)}): an unforced drain with no pending "
+                    "rows starts nothing",
                 )
         elif started:
             why = "resume: false" if getattr(op, "resume", None) is False else "a staged revert"
             env.fail(
                 WAKE,
                 (ctx.index,),
-                f"{what} must not wake session {sid} ({why}), yet it started work ({started})",
+                f"{_admission(ctx)} must not wake session {sid} ({why}), yet it started work "
+                f"({_started(work, opened)})",
             )
+
+
+def _admission(ctx: StepCtx) -> str:
+    """The step's request and the input it acknowledged, in words (for a
+    violation's message only: formatted when one is found)."""
+    op = ctx.op
+    return f"{op.OP if op else 'request'} {ctx.result.get('input')} at step {ctx.index}"
+
+
+def _started(work: list[Event], opened: Call | None) -> str:
+    """The work a step started, in words: its first execution event, or the
+    call it opened."""
+    return work[0].type if work else words.call(opened) if opened is not None else ""
 
 
 class SingleExecutionChecker(Checker):
@@ -347,25 +367,38 @@ class IndependenceChecker(Checker):
         if ctx.crashed or op is None or isinstance(op, Hello):
             return
         sid = ctx.session
+        sessions = self.t.sessions
+        moved = ctx.by_session or ctx.view_changes or ctx.calls_changed
+        if not moved and ctx.answered is None and not isinstance(op, Fork):
+            # Most steps: one session named (or none), nothing moved, so
+            # nothing to judge but whether each invariant was reachable.
+            env = self.env
+            if len(sessions) > (sid is not None):
+                env.hit(INDEPENDENT)
+            if (
+                sid is not None
+                and sid in sessions
+                and sid not in ctx.calls_before
+                and not ctx.busy_before
+                and not isinstance(op, WAKING)
+            ):
+                env.hit(NEEDS_WAKE)  # known and idle: nothing started (_idle)
+            return
         if isinstance(op, Fork):
             named = {op.child} if sid is None else {sid, op.child}
         elif ctx.answered is not None:
             named = {ctx.answered.session} if sid is None else {sid, ctx.answered.session}
         else:
             named = set() if sid is None else {sid}
-        sessions = self.t.sessions
         if len(sessions) > len(named):
             self.env.hit(INDEPENDENT)
         # Only a session the request does not name can show a change it must
         # not make: its events, a view, or a call open before or after (on a
         # step that moved none of them, most of a sweep's, none can).
-        if (ctx.by_session or ctx.view_changes or ctx.calls_changed) and (
+        if moved and (
             not named.issuperset(ctx.by_session)
             or not named.issuperset(map(_SESSION_OF_CHANGE, ctx.view_changes))
-            or (
-                ctx.calls_changed
-                and not (named.issuperset(ctx.calls_before) and named.issuperset(self.t.open))
-            )
+            or (ctx.calls_changed and _calls_moved(ctx.calls_before, self.t.open, named))
         ):
             self._others(ctx, op, named)
         if isinstance(op, WAKING) or ctx.busy_before:
@@ -424,6 +457,21 @@ class IndependenceChecker(Checker):
             )
 
 
+def _calls_moved(before: dict[str, Call], after: dict[str, Call], named: set[str]) -> bool:
+    """Did a session not in ``named`` open or close a call (the open calls
+    before and after a step)? Another session's call open throughout (most
+    steps that moved a call) is no change."""
+    for sid, call in before.items():
+        if sid not in named:
+            still = after.get(sid)
+            if still is None or still.call != call.call:
+                return True
+    for sid in after:
+        if sid not in named and sid not in before:
+            return True
+    return False
+
+
 class CompactionErrorChecker(Checker):
     """Adapter protocol ("Rules the protocol pins down") and spec 3.8:
     ``error`` on a compaction call fails the compaction (its barrier is
@@ -453,7 +501,10 @@ class CompactionErrorChecker(Checker):
             return
         self.barrier = sh.barrier
         # Once the barrier is consumed nothing holds pending input back.
-        self.waiting = [r for r in sh.pending.values() if r.type != "compaction"]
+        self.waiting = waiting = []
+        for r in sh.pending.values():
+            if r.type != "compaction":
+                waiting.append(r)
         self.cont = sh.cont[0] if sh.cont is not None else None
 
     def end(self, ctx: StepCtx) -> None:
@@ -530,11 +581,15 @@ class InterruptChecker(Checker):
         sh = self.t.sessions.get(ctx.session or "")
         self.known = sh is not None
         running = ctx.calls_before.get(ctx.session or "")
-        keep = ("user", "synthetic") if running and running.kind == "compaction" else None
-        self.rows = [r for r in sh.pending.values() if keep is None or r.type in keep] if sh else []
-        self.shown = (
-            {v.input for v in sh.view_pending if keep is None or v.type in keep} if sh else set()
-        )
+        if sh is None:
+            self.rows, self.shown = [], set()
+        elif running is None or running.kind != "compaction":
+            self.rows = list(sh.pending.values())
+            self.shown = set(map(_INPUT, sh.view_pending))
+        else:  # the input, not the barrier of the compaction call it cancels
+            keep = ("user", "synthetic")
+            self.rows = [r for r in sh.pending.values() if r.type in keep]
+            self.shown = {v.input for v in sh.view_pending if v.type in keep}
 
     def end(self, ctx: StepCtx) -> None:
         env = self.env

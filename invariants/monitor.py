@@ -400,7 +400,10 @@ class Monitor:
                 for event_hook, i in hooks:
                     event_hook(checkers[i], ctx, ev, sh)
                 tracker.apply(ctx, ev, sh)
-        tracker.observe(ctx)
+        # A step that moved nothing and was not answered (refused, or its reply
+        # unseen; a third of a sweep's steps) has no view, call or session to apply.
+        if moved or ctx.ok:
+            tracker.observe(ctx)
         # what moved, for the end hooks that judge only some of it (Checker.moves)
         facts = (
             (
@@ -424,7 +427,8 @@ class Monitor:
                 end = _plan(tables, "end", key, facts)
         for hook, i in end:
             hook(checkers[i], ctx)
-        tracker.settle(ctx)
+        if moved or ctx.ok or ctx.answered is not None:
+            tracker.settle(ctx)  # else no drain fact can change
         found = self._env.found
         self._env.found = []
         return found

@@ -109,7 +109,9 @@ class ReuseChecker(Checker):
             self._copies(ctx)
             return
         if ctx.ok:
-            self._same_receipt(ctx)
+            life = self.t.lives.get(ctx.result.get("input") or "")
+            if life is not None and life.receipt is not None:  # a receipt seen before
+                self._same_receipt(ctx, life)
         if not self.judged or (self.owner is None and self.first is None):
             return  # nothing to judge, or an ID never used
         kind = request_kind(op)
@@ -222,11 +224,10 @@ class ReuseChecker(Checker):
                 f"but {where}: it is admitted again as a new input, not judged as a retry",
             )
 
-    def _same_receipt(self, ctx: StepCtx) -> None:
-        """An answered retry returns its original receipt."""
-        x = ctx.result.get("input") or ""
-        life = self.t.lives.get(x)
-        if life is None or life.receipt is None or life.row.session != ctx.session:
+    def _same_receipt(self, ctx: StepCtx, life: Life) -> None:
+        """An answered retry returns its original receipt (``life``'s, the
+        lifecycle of the input it acknowledged)."""
+        if life.receipt is None or life.row.session != ctx.session:
             return
         if life.row.step >= ctx.index or life.state not in ("pending", "visible"):
             return
@@ -279,15 +280,15 @@ class ErrorChecker(Checker):
             return
         env = self.env
         env.hit(ERR_NOTHING)
-        code = getattr(ctx.reply, "code", "?")
-        what = f"{ctx.op.OP} at step {ctx.index} failed with {code}"  # type: ignore[union-attr]
         events = ctx.step.observed.events
         if ctx.busy_before:
             events = tuple(e for e in events if e.type in REQUEST_EVENTS)
         if events:
             listed = ", ".join(f"{e.type} (seq {e.seq} of {e.session})" for e in events)
             env.fail(
-                ERR_NOTHING, (ctx.index,), f"{what} yet appended {listed}: an error changes nothing"
+                ERR_NOTHING,
+                (ctx.index,),
+                f"{_refusal(ctx)} yet appended {listed}: an error changes nothing",
             )
         if ctx.busy_before:
             return  # the views and calls may show the runner's work
@@ -296,11 +297,18 @@ class ErrorChecker(Checker):
                 env.fail(
                     ERR_NOTHING,
                     (ctx.index,),
-                    f"{what} yet the {which} view of session {sid} changed: an error changes "
-                    "nothing",
+                    f"{_refusal(ctx)} yet the {which} view of session {sid} changed: an error "
+                    "changes nothing",
                 )
         if ctx.new_calls or (ctx.calls_changed and set(ctx.calls_before) != set(self.t.open)):
-            env.fail(ERR_NOTHING, (ctx.index,), f"{what} yet the open model calls changed")
+            env.fail(ERR_NOTHING, (ctx.index,), f"{_refusal(ctx)} yet the open model calls changed")
+
+
+def _refusal(ctx: StepCtx) -> str:
+    """A refused request, in words (for a violation's message only: formatted
+    when one is found; most refused requests change nothing)."""
+    code = getattr(ctx.reply, "code", "?")
+    return f"{ctx.op.OP} at step {ctx.index} failed with {code}"  # type: ignore[union-attr]
 
 
 class ConcurrentRetryChecker(Checker):

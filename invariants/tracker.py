@@ -215,13 +215,16 @@ class SessionShadow:
         return sh
 
 
+_new_ctx = object.__new__
+
 NONE: Any = MappingProxyType({})
 """The empty container a ``StepCtx`` holds until the step moves something
 into it: read-only, so a write that forgot to make its own fails at once."""
 
 
 class StepCtx:
-    """Facts about one step, gathered while the tracker applies it."""
+    """Facts about one step, gathered while the tracker applies it (made by
+    :meth:`Tracker.begin`, field by field)."""
 
     __slots__ = (
         "index",
@@ -244,6 +247,7 @@ class StepCtx:
         "p0",
         "admitted",
         "view_changes",
+        "sessions_moved",
         "at_wake",
         "exec_started",
         "fork_from_view",
@@ -254,66 +258,54 @@ class StepCtx:
         "busy_before",
     )
 
-    def __init__(self, step: Step, calls_before: dict[str, Call]) -> None:
-        self.index = step.index
-        self.step = step
-        op = self.op = step.request
-        reply = self.reply = step.reply
-        # A kill between requests, a failpoint, or the ``crash`` operation
-        # (feature crash_op): volatile state is gone in each case.
-        # A group member killed in flight whose reply nobody saw (``UNSEEN``)
-        # is neither: not ok, not an error, not a crash (the kill is its own step).
-        # (One type test per reply kind: this runs for every step.)
-        killed = step.kind == "crash"
-        if isinstance(reply, Ok):
-            self.ok, self.err, self.unseen = True, False, False
-            self.crashed = killed or isinstance(op, CrashOp)
-            self.crash_point: str | None = None
-            self.result: dict[str, Any] = reply.result
-        elif isinstance(reply, Crashed):
-            self.ok = self.err = False
-            self.unseen = missing = unseen(reply)
-            self.crashed = killed or not missing
-            self.crash_point = None if missing else reply.point
-            self.result = {}
-        else:
-            self.ok, self.unseen, self.crashed, self.crash_point = False, False, killed, None
-            self.err = isinstance(reply, Err)
-            self.result = {}
-        self.session: str | None = getattr(op, "session", None) or None
-        self.answered: Call | None = None
-        self.finish: str | None = None
-        self.calls_before = calls_before  # session -> open call, at the start
-        self.calls_changed = False
-        # What the step moved, filled by the tracker as it applies the step.
-        # Each starts as the one shared empty (read-only: ``NONE``) and is
-        # made when the tracker first adds to it (never emptied again): most
-        # steps move little, and these ten containers were most of a step's
-        # own cost.
-        self.new_calls: list[Call] = NONE
-        self.by_session: dict[str, list[Event]] = NONE
-        self.promoted: dict[str, list[tuple[Event, Row | None]]] = NONE
-        self.p0: dict[str, list[Row]] = NONE  # pending rows when the boundary read the inbox
-        self.admitted: dict[str, tuple[Event, Row]] = NONE  # fresh admissions of this step
-        self.view_changes: list[tuple[str, str, tuple[Any, ...], tuple[Any, ...]]] = NONE
-        # The pending count when the session's work in this step began (its
-        # first execution event), for each session that started work.
-        self.at_wake: dict[str, int] = NONE
-        self.exec_started: dict[str, int] = NONE
-        self.fork_from_view: set[str] = NONE
-        self.collisions: list[tuple[str, str]] = NONE  # (copy id, the session already holding it)
-        # A member of a concurrent group after which the target's runner still
-        # had work (trace.record.group_of): its observation is not quiescent,
-        # so what the runner does next (a wake's execution, a boundary's call,
-        # an idle session's end) is not yet due; the group's end is. (Most
-        # steps are in no group: their label does not even start so.)
-        decision = step.decision
-        mark = group_of(decision) if decision.startswith(GROUP) else None
-        self.group: GroupMark | None = mark  # its group, read by the checkers of groups
-        self.runner_busy = mark is not None and mark.busy
-        # The step before was such a member: this one did not start quiescent,
-        # so a session without an open call may still be mid-execution.
-        self.busy_before = False
+    index: int
+    step: Step
+    op: Op | None
+    reply: Any
+    # A kill between requests, a failpoint, or the ``crash`` operation
+    # (feature crash_op): volatile state is gone in each case.
+    # A group member killed in flight whose reply nobody saw (``UNSEEN``)
+    # is neither: not ok, not an error, not a crash (the kill is its own step).
+    ok: bool
+    err: bool
+    crashed: bool
+    unseen: bool
+    crash_point: str | None
+    result: dict[str, Any]  # an answer's result ({} for any other reply)
+    session: str | None
+    answered: Call | None  # the call an answer (not refused) answered
+    finish: str | None
+    calls_before: dict[str, Call]  # session -> open call, at the start
+    calls_changed: bool
+    # What the step moved, filled by the tracker as it applies the step.
+    # Each starts as the one shared empty (read-only: ``NONE``) and is
+    # made when the tracker first adds to it (never emptied again): most
+    # steps move little, and these ten containers were most of a step's
+    # own cost.
+    new_calls: list[Call]
+    by_session: dict[str, list[Event]]
+    promoted: dict[str, list[tuple[Event, Row | None]]]
+    p0: dict[str, list[Row]]  # pending rows when the boundary read the inbox
+    admitted: dict[str, tuple[Event, Row]]  # fresh admissions of this step
+    view_changes: list[tuple[str, str, tuple[Any, ...], tuple[Any, ...]]]
+    # The sessions whose log or views moved (by_session's, then those of
+    # view_changes, in that order), once the views are applied.
+    sessions_moved: set[str]
+    # The pending count when the session's work in this step began (its
+    # first execution event), for each session that started work.
+    at_wake: dict[str, int]
+    exec_started: dict[str, int]
+    fork_from_view: set[str]
+    collisions: list[tuple[str, str]]  # (copy id, the session already holding it)
+    # A member of a concurrent group after which the target's runner still
+    # had work (trace.record.group_of): its observation is not quiescent,
+    # so what the runner does next (a wake's execution, a boundary's call,
+    # an idle session's end) is not yet due; the group's end is.
+    group: GroupMark | None  # its group, read by the checkers of groups
+    runner_busy: bool
+    # The step before was such a member: this one did not start quiescent,
+    # so a session without an open call may still be mid-execution.
+    busy_before: bool
 
     def new_step_call(self, session: str) -> Call | None:
         for c in self.new_calls:
@@ -361,18 +353,34 @@ def _same_plain(a: Any, b: Any) -> bool:
     kind = type(a)
     if kind is not type(b):
         return False
-    if kind is str or kind is int or kind is bool or a is None:
+    if kind in _SCALARS:
         return bool(a == b)
     if kind is dict:
         if len(a) != len(b):
             return False
         for k, v in a.items():
-            if type(k) is not str or k not in b or not _same_plain(v, b[k]):
+            if type(k) is not str or k not in b:
+                return False
+            w = b[k]
+            # a scalar value compared here, not in a call of its own (most are)
+            if type(v) in _SCALARS:
+                if type(v) is not type(w) or v != w:
+                    return False
+            elif not _same_plain(v, w):
                 return False
         return True
     if kind is list:
-        return len(a) == len(b) and all(_same_plain(x, y) for x, y in zip(a, b, strict=True))
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b, strict=True):
+            if not _same_plain(x, y):
+                return False
+        return True
     return False
+
+
+_SCALARS = frozenset({str, int, bool, type(None)})
+"""The types whose values :func:`_same_plain` compares with ``==``."""
 
 
 def request_kind(op: Op | None) -> str | None:
@@ -577,7 +585,7 @@ class Tracker:
                 barrier = r
                 break
         if barrier is None:
-            return [r for r in rows if r.type != "compaction"]
+            return list(rows)  # no compaction row among them
         if self.policy.barrier_blocks == "all":
             return []
         return [r for r in rows if r.type != "compaction" and r.seq < barrier.seq]
@@ -586,18 +594,53 @@ class Tracker:
 
     def begin(self, step: Step) -> StepCtx:
         calls = self.open
-        if step.kind == "crash":
+        killed = step.kind == "crash"
+        if killed:
             # A kill between requests: the process died before anything the
             # step shows happened, so its events (if any) are the restart's,
             # with no call open and no execution running.
             calls = {}
             self._close_executions(step.index)
-        ctx = StepCtx(step, calls)
-        ctx.busy_before, self.busy = self.busy, ctx.runner_busy
-        op = ctx.op
+        # Made field by field here, not by a constructor: one Python call
+        # less on every step. (One type test per reply kind.)
+        ctx = _new_ctx(StepCtx)
+        ctx.index = i = step.index
+        ctx.step = step
+        op = ctx.op = step.request
+        reply = ctx.reply = step.reply
+        if isinstance(reply, Ok):
+            ctx.ok, ctx.err, ctx.unseen = True, False, False
+            ctx.crashed = killed or isinstance(op, CrashOp)
+            ctx.crash_point = None
+            ctx.result = reply.result
+        elif isinstance(reply, Crashed):
+            ctx.ok = ctx.err = False
+            ctx.unseen = missing = unseen(reply)
+            ctx.crashed = killed or not missing
+            ctx.crash_point = None if missing else reply.point
+            ctx.result = {}
+        else:
+            ctx.ok, ctx.unseen, ctx.crashed, ctx.crash_point = False, False, killed, None
+            ctx.err = isinstance(reply, Err)
+            ctx.result = {}
+        ctx.session = getattr(op, "session", None) or None
         if isinstance(op, Answer) and not ctx.err:
             ctx.answered = self.calls_by_id.get(op.call)
             ctx.finish = op.finish
+        else:
+            ctx.answered = ctx.finish = None
+        ctx.calls_before = calls
+        ctx.calls_changed = False
+        ctx.new_calls = ctx.by_session = ctx.promoted = ctx.p0 = ctx.admitted = NONE
+        ctx.view_changes = ctx.sessions_moved = ctx.at_wake = ctx.exec_started = NONE
+        ctx.fork_from_view = ctx.collisions = NONE
+        # (Most steps are in no group: their label does not even start so.)
+        decision = step.decision
+        mark = group_of(decision) if decision.startswith(GROUP) else None
+        ctx.group = mark
+        ctx.runner_busy = busy = mark is not None and mark.busy
+        ctx.busy_before, self.busy = self.busy, busy
+        self.last_index = i
         return ctx
 
     def apply(self, ctx: StepCtx, ev: Event, sh: SessionShadow) -> None:
@@ -629,7 +672,9 @@ class Tracker:
         sh.last_event_step = ctx.index
 
     def observe(self, ctx: StepCtx) -> None:
-        """Apply the step's views and open calls (after its events)."""
+        """Apply the step's views and open calls (after its events). Nothing
+        to do on a step that moved nothing and was not answered with a result
+        (``Monitor.feed`` does not call it there)."""
         step = ctx.step
         op = ctx.op
         i = ctx.index
@@ -642,14 +687,19 @@ class Tracker:
         observed = step.observed
         if observed.pending or observed.transcript:
             ctx.view_changes = []
+            ctx.sessions_moved = set(ctx.by_session)
+        elif ctx.by_session:
+            ctx.sessions_moved = set(ctx.by_session)
         for sid, rows in observed.pending:
             sh = self.session(sid, i)
             ctx.view_changes.append((sid, "pending", sh.view_pending, rows))
+            ctx.sessions_moved.add(sid)
             if rows != sh.view_pending:  # an equal view is kept: the shadow stays shared
                 self.writable(sid, i).view_pending = rows
         for sid, msgs in observed.transcript:
             sh = self.session(sid, i)
             ctx.view_changes.append((sid, "transcript", sh.view_transcript, msgs))
+            ctx.sessions_moved.add(sid)
             if msgs != sh.view_transcript or sid in ctx.fork_from_view:
                 sh = self.writable(sid, i)
                 sh.view_transcript = msgs
@@ -658,11 +708,12 @@ class Tracker:
         if observed.calls is not None or ctx.crashed:
             calls = observed.calls if observed.calls is not None else ()
             before = self.calls_by_id
-            by_id = {c.call: c for c in calls}
+            by_id: dict[str, Call] = {}
             opened: dict[str, Call] = {}
             count: dict[str, int] = {}
             new_calls = []
             for c in calls:
+                by_id[c.call] = c
                 opened[c.session] = c
                 count[c.session] = count.get(c.session, 0) + 1
                 if c.call not in before:
@@ -680,10 +731,11 @@ class Tracker:
                 if not ctx.p0:
                     ctx.p0 = {}
                 ctx.p0[c.session] = list(calling.pending.values()) if calling else []
-        self.last_index = i
 
     def settle(self, ctx: StepCtx) -> None:
-        """Update the volatile drain facts once every checker saw the step."""
+        """Update the volatile drain facts once every checker saw the step.
+        Nothing to do on a step that moved nothing, was not answered with a
+        result and answered no call (``Monitor.feed`` does not call it there)."""
         op = ctx.op
         if not (
             ctx.crashed
