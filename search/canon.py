@@ -335,7 +335,7 @@ def _model_half(state: State, log: SessionLog, owned: list[tuple[str, Any]]) -> 
     # ID may be owned by another session since): the next fresh one is the
     # lowest the index lacks. Such an entry changes only with this log or
     # with an owned entry (``deps``), so a cached segment stays true.
-    out.append(sum(1 for x in seg.owners if x.startswith(prefix)))
+    out.append(len([x for x in seg.owners if x.startswith(prefix)]))
     seg.run(state.runs.get(log.id))
     # Whom every ID belongs to, for good: the model judges a reuse of an ID
     # whose lifecycle ended by it, and no fold shows such an ID.
@@ -690,7 +690,8 @@ class _Lineup:
     shares such a checker between its copies on the same rule,
     ``Checker.stateless``, and ``tests/test_canon.py`` checks that it stays
     so). Made again if a checker's class or number of attributes is not the
-    one it was made from (:meth:`fits`)."""
+    one it was made from (:meth:`memory`). An attribute's checker is named
+    by its place among the checkers with memory."""
 
     __slots__ = ("sizes", "empty", "idle", "sessions", "at", "whole")
 
@@ -704,6 +705,7 @@ class _Lineup:
             if not plan:
                 continue
             sizes.append((i, type(c), len(vars(c))))
+            i = len(sizes) - 1
             for n, role, idle in plan:
                 what = f"{type(c).__name__}.{n}"
                 roles[role].append((i, n, idle, what) if role == _IDLE else (i, n, what))
@@ -714,12 +716,17 @@ class _Lineup:
         self.at = tuple(roles[_AT])
         self.whole = tuple(roles[_WHOLE])
 
-    def fits(self, checkers: list[Any]) -> bool:
+    def memory(self, checkers: list[Any]) -> list[dict[str, Any]] | None:
+        """The memory of each checker it names, or None if one is not of the
+        class or number of attributes it was made from."""
+        found = []
         for i, cls, size in self.sizes:
             c = checkers[i]
-            if type(c) is not cls or len(c.__dict__) != size:
-                return False
-        return True
+            memory = c.__dict__
+            if type(c) is not cls or len(memory) != size:
+                return None
+            found.append(memory)
+        return found
 
 
 _STATEFUL: dict[tuple[type, ...], _Lineup] = {}
@@ -1071,18 +1078,21 @@ def _monitor_parts(
     checkers = monitor.checkers
     kinds = tuple(map(type, checkers))
     lineup = _STATEFUL.get(kinds)
-    if lineup is None or not lineup.fits(checkers):
+    memory = None if lineup is None else lineup.memory(checkers)
+    if lineup is None or memory is None:
         lineup = _STATEFUL[kinds] = _Lineup(checkers)
+        memory = lineup.memory(checkers)
+        assert memory is not None
     for i, n, what in lineup.empty:
-        v = checkers[i].__dict__[n]
+        v = memory[i][n]
         if v:
             full.append((what, v))
     for i, n, idle, what in lineup.idle:
-        v = checkers[i].__dict__[n]
+        v = memory[i][n]
         if type(v) is not type(idle) or v != idle:
             full.append((what, v))
     for i, n, what in lineup.sessions:
-        v = checkers[i].__dict__[n]
+        v = memory[i][n]
         if type(v) is dict and segments.issuperset(v):
             for k, x in v.items():
                 entries = by_session.get(k)
@@ -1092,7 +1102,7 @@ def _monitor_parts(
         else:
             full.append((what, v))
     for i, n, what in lineup.at:
-        v = checkers[i].__dict__[n]
+        v = memory[i][n]
         if type(v) is dict and segments.issuperset(v.values()):
             for x, k in v.items():
                 entries = at_session.get(k)
@@ -1102,7 +1112,7 @@ def _monitor_parts(
         else:
             full.append((what, v))
     for i, n, what in lineup.whole:
-        full.append((what, checkers[i].__dict__[n]))
+        full.append((what, memory[i][n]))
     return owners, namespace, lives, calls, by_session, at_session
 
 
