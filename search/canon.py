@@ -798,7 +798,7 @@ class KeyCache:
     """What :func:`compute` may reuse between the keys of one search's
     neighbouring states (a node's children share every session but one):
     each session's segment, finished and digested, by the identity of
-    everything it is written from (:func:`_segment_refs`). Sound because
+    everything it is written from (:func:`compute` lists it). Sound because
     what the key reads of those objects never changes in place: the model's
     logs and runs are values, and the tracker copies a shadow or lifecycle
     before it changes one (copy on write, ``invariants/tracker.py``). An
@@ -809,23 +809,6 @@ class KeyCache:
 
     def __init__(self) -> None:
         self.segments: SegmentCache = {}
-
-
-def _segment_refs(
-    state: State, sid: str, tracker: Any, parts: _MonitorParts, log: SessionLog | None
-) -> list[Any]:
-    """Everything a session's segment is written from, besides the index
-    entries its IDs are looked up in: its log and run, its shadow, its open
-    call and count, and its entries in the tracker's ID tables and in the
-    checkers' memory (:func:`_monitor_parts`)."""
-    refs = [log, state.runs.get(sid), tracker.sessions.get(sid)]
-    refs.extend((tracker.open.get(sid), tracker.open_count.get(sid)))
-    for table in parts:
-        entries = table.get(sid, ())
-        refs.append(len(entries))
-        for entry in entries:
-            refs.extend(entry)
-    return refs
 
 
 def compute(
@@ -862,11 +845,25 @@ def compute(
     finished: dict[str, list[Any]] = {}
     digests: dict[str, bytes] = {}
     owned: dict[str, list[tuple[str, Any]]] | None = None
+    runs = state.runs
+    opened, counts = (tracker.open, tracker.open_count) if tracker is not None else ({}, {})
     for sid in sids:
         log = logs.get(sid)
         slot: tuple[int, ...] | None = None
         if cache is not None and parts is not None:
-            refs = _segment_refs(state, sid, tracker, parts, log)
+            # Everything the segment is written from, besides the index entries its
+            # IDs are looked up in: its log and run, its shadow, its open call and
+            # count, and its entries in the tracker's ID tables and the checkers'
+            # memory (:func:`_monitor_parts`).
+            refs = [log, runs.get(sid), shadows.get(sid), opened.get(sid), counts.get(sid)]
+            for table in parts:
+                entries = table.get(sid)
+                if entries is None:
+                    refs.append(0)
+                else:
+                    refs.append(len(entries))
+                    for entry in entries:
+                        refs.extend(entry)
             slot = tuple(map(id, refs))
             hit = cache.segments.get(slot)
             if hit is not None:
