@@ -428,13 +428,14 @@ class Tracker:
         what they hold never changes once made (rows, messages, owners,
         calls, views)."""
         t = Tracker.__new__(Tracker)
-        t.__dict__.update(self.__dict__)
-        t.sessions = self.sessions.copy()
-        t.owners = self.owners.copy()
-        t.namespace = self.namespace.copy()
-        t.lives = self.lives.copy()
-        t.mine = set()
-        t.mine_lives = set()
+        state = self.__dict__.copy()  # given whole: cheaper than filling the new one's
+        state["sessions"] = self.sessions.copy()
+        state["owners"] = self.owners.copy()
+        state["namespace"] = self.namespace.copy()
+        state["lives"] = self.lives.copy()
+        state["mine"] = set()
+        state["mine_lives"] = set()
+        t.__dict__ = state
         self.share()
         return t
 

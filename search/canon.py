@@ -335,7 +335,7 @@ def _model_half(state: State, log: SessionLog, owned: list[tuple[str, Any]]) -> 
     # ID may be owned by another session since): the next fresh one is the
     # lowest the index lacks. Such an entry changes only with this log or
     # with an owned entry (``deps``), so a cached segment stays true.
-    out.append(sum(1 for x in seg.owners if x.startswith(prefix)))
+    out.append(len([x for x in seg.owners if x.startswith(prefix)]))
     seg.run(state.runs.get(log.id))
     # Whom every ID belongs to, for good: the model judges a reuse of an ID
     # whose lifecycle ended by it, and no fold shows such an ID.
@@ -677,13 +677,60 @@ _Plan = tuple[tuple[str, int, Any], ...]
 """A checker class's memory plan: each attribute, its role, and its idle
 value (``_IDLE_OUTSIDE_GROUPS``) or None."""
 _PLANS: dict[type, tuple[int, _Plan]] = {}
-_STATEFUL: dict[tuple[type, ...], tuple[tuple[int, type], ...]] = {}
-"""Per tuple of a monitor's checker classes: the positions (and classes) of
-the checkers with memory between steps, as they were first seen; the others
-(25 of 33: nothing but the base's and step-scoped attributes) are not
-visited. A checker without memory never grows any: the monitor shares such a
-checker between its copies on the same rule (``Checker.stateless``), and
-``tests/test_canon.py`` checks that it stays so."""
+
+
+class _Lineup:
+    """The memory of a monitor's checkers by how the key writes it
+    (:func:`_memory_plan`), each attribute as (the checker's position, its
+    name, [its idle value,] what it is written as in full): the plans of
+    every checker with memory between steps, merged by role, so that a key
+    runs one short loop per role. Only the checkers with memory are in it
+    (8 of 33; the others have nothing but the base's and step-scoped
+    attributes): a checker without memory never grows any (the monitor
+    shares such a checker between its copies on the same rule,
+    ``Checker.stateless``, and ``tests/test_canon.py`` checks that it stays
+    so). Made again if a checker's class or number of attributes is not the
+    one it was made from (:meth:`memory`). An attribute's checker is named
+    by its place among the checkers with memory."""
+
+    __slots__ = ("sizes", "empty", "idle", "sessions", "at", "whole")
+
+    def __init__(self, checkers: list[Any]) -> None:
+        sizes = []
+        roles: dict[int, list[tuple[Any, ...]]] = {
+            role: [] for role in (_EMPTY, _IDLE, _SESSIONS, _AT, _WHOLE)
+        }
+        for i, c in enumerate(checkers):
+            plan = _memory_plan(c)
+            if not plan:
+                continue
+            sizes.append((i, type(c), len(vars(c))))
+            i = len(sizes) - 1
+            for n, role, idle in plan:
+                what = f"{type(c).__name__}.{n}"
+                roles[role].append((i, n, idle, what) if role == _IDLE else (i, n, what))
+        self.sizes = tuple(sizes)
+        self.empty = tuple(roles[_EMPTY])
+        self.idle = tuple(roles[_IDLE])
+        self.sessions = tuple(roles[_SESSIONS])
+        self.at = tuple(roles[_AT])
+        self.whole = tuple(roles[_WHOLE])
+
+    def memory(self, checkers: list[Any]) -> list[dict[str, Any]] | None:
+        """The memory of each checker it names, or None if one is not of the
+        class or number of attributes it was made from."""
+        found = []
+        for i, cls, size in self.sizes:
+            c = checkers[i]
+            memory = c.__dict__
+            if type(c) is not cls or len(memory) != size:
+                return None
+            found.append(memory)
+        return found
+
+
+_STATEFUL: dict[tuple[type, ...], _Lineup] = {}
+"""The :class:`_Lineup` of a monitor, by its checkers' classes."""
 
 
 def _memory_plan(c: Any) -> _Plan:
@@ -751,7 +798,7 @@ class KeyCache:
     """What :func:`compute` may reuse between the keys of one search's
     neighbouring states (a node's children share every session but one):
     each session's segment, finished and digested, by the identity of
-    everything it is written from (:func:`_segment_refs`). Sound because
+    everything it is written from (:func:`compute` lists it). Sound because
     what the key reads of those objects never changes in place: the model's
     logs and runs are values, and the tracker copies a shadow or lifecycle
     before it changes one (copy on write, ``invariants/tracker.py``). An
@@ -764,23 +811,6 @@ class KeyCache:
         self.segments: SegmentCache = {}
 
 
-def _segment_refs(
-    state: State, sid: str, tracker: Any, parts: _MonitorParts, log: SessionLog | None
-) -> list[Any]:
-    """Everything a session's segment is written from, besides the index
-    entries its IDs are looked up in: its log and run, its shadow, its open
-    call and count, and its entries in the tracker's ID tables and in the
-    checkers' memory (:func:`_monitor_parts`)."""
-    refs = [log, state.runs.get(sid), tracker.sessions.get(sid)]
-    refs.extend((tracker.open.get(sid), tracker.open_count.get(sid)))
-    for table in parts:
-        entries = table.get(sid, ())
-        refs.append(len(entries))
-        for entry in entries:
-            refs.extend(entry)
-    return refs
-
-
 def compute(
     state: State, monitor: Any, cache: KeyCache | None = None, keep_tokens: bool = False
 ) -> Key:
@@ -791,7 +821,8 @@ def compute(
     unknown: set[str] = set()
     if tracker is not None:
         attributes = vars(tracker).keys()
-        unknown = attributes - _TRACKER_WRITTEN
+        if attributes != _TRACKER_WRITTEN:  # the usual case is cheaper to test than to subtract
+            unknown = attributes - _TRACKER_WRITTEN
         if type(tracker).__name__ != "Tracker" or len(attributes) - len(unknown) != len(
             _TRACKER_WRITTEN
         ):
@@ -814,11 +845,25 @@ def compute(
     finished: dict[str, list[Any]] = {}
     digests: dict[str, bytes] = {}
     owned: dict[str, list[tuple[str, Any]]] | None = None
+    runs = state.runs
+    opened, counts = (tracker.open, tracker.open_count) if tracker is not None else ({}, {})
     for sid in sids:
         log = logs.get(sid)
         slot: tuple[int, ...] | None = None
         if cache is not None and parts is not None:
-            refs = _segment_refs(state, sid, tracker, parts, log)
+            # Everything the segment is written from, besides the index entries its
+            # IDs are looked up in: its log and run, its shadow, its open call and
+            # count, and its entries in the tracker's ID tables and the checkers'
+            # memory (:func:`_monitor_parts`).
+            refs = [log, runs.get(sid), shadows.get(sid), opened.get(sid), counts.get(sid)]
+            for table in parts:
+                entries = table.get(sid)
+                if entries is None:
+                    refs.append(0)
+                else:
+                    refs.append(len(entries))
+                    for entry in entries:
+                        refs.extend(entry)
             slot = tuple(map(id, refs))
             hit = cache.segments.get(slot)
             if hit is not None:
@@ -879,6 +924,10 @@ def compute(
     return Key(digest_of(body), best_ranks, names, tied, tokens)
 
 
+_SORTED_FEATURES: list[Any] = [None, ()]
+"""The last set of features :func:`_facts` sorted (a copy), and its sorted tuple."""
+
+
 def _facts(tracker: Any) -> tuple[Any, ...]:
     """What the tracker knows of the whole target: hello's step limit and
     features, whether it has shown execution and step events at all, and
@@ -887,7 +936,12 @@ def _facts(tracker: Any) -> tuple[Any, ...]:
         return ()
     features = tracker.features
     if type(features) is set:
-        features = tuple(sorted(features))
+        # A search's features are hello's, the same for every key: sorted once
+        # per set of them (equal sets sort alike).
+        last = _SORTED_FEATURES
+        if features != last[0]:
+            last[:] = [set(features), tuple(sorted(features))]
+        features = last[1]
     # _TRACKER_FACTS, in its order (spelled out: this runs once per key)
     return (tracker.step_limit, features, tracker.emits_exec, tracker.emits_steps, tracker.busy)
 
@@ -1020,33 +1074,42 @@ def _monitor_parts(
     at_session: _Entries = {}
     checkers = monitor.checkers
     kinds = tuple(map(type, checkers))
-    stateful = _STATEFUL.get(kinds)
-    if stateful is None:
-        stateful = _STATEFUL[kinds] = tuple(
-            (i, type(c)) for i, c in enumerate(checkers) if _memory_plan(c)
-        )
-    plans = _PLANS
-    for i, cls in stateful:
-        c = checkers[i]
-        memory = vars(c)
-        found = plans.get(cls)
-        plan = found[1] if found is not None and found[0] == len(memory) else _memory_plan(c)
-        for n, role, idle in plan:
-            v = memory[n]
-            if role == _EMPTY and not v:
-                continue
-            if role == _IDLE:
-                if type(v) is type(idle) and v == idle:
-                    continue
-            elif role == _SESSIONS and type(v) is dict and segments.issuperset(v):
-                for k, x in v.items():
-                    by_session.setdefault(k, []).append((n, x))
-                continue
-            elif role == _AT and type(v) is dict and segments.issuperset(v.values()):
-                for x, s in v.items():
-                    at_session.setdefault(s, []).append((n, x, None))
-                continue
-            full.append((f"{cls.__name__}.{n}", v))
+    lineup = _STATEFUL.get(kinds)
+    memory = None if lineup is None else lineup.memory(checkers)
+    if lineup is None or memory is None:
+        lineup = _STATEFUL[kinds] = _Lineup(checkers)
+        memory = lineup.memory(checkers)
+        assert memory is not None
+    for i, n, what in lineup.empty:
+        v = memory[i][n]
+        if v:
+            full.append((what, v))
+    for i, n, idle, what in lineup.idle:
+        v = memory[i][n]
+        if type(v) is not type(idle) or v != idle:
+            full.append((what, v))
+    for i, n, what in lineup.sessions:
+        v = memory[i][n]
+        if type(v) is dict and segments.issuperset(v):
+            for k, x in v.items():
+                entries = by_session.get(k)
+                if entries is None:
+                    entries = by_session[k] = []
+                entries.append((n, x))
+        else:
+            full.append((what, v))
+    for i, n, what in lineup.at:
+        v = memory[i][n]
+        if type(v) is dict and segments.issuperset(v.values()):
+            for x, k in v.items():
+                entries = at_session.get(k)
+                if entries is None:
+                    entries = at_session[k] = []
+                entries.append((n, x, None))
+        else:
+            full.append((what, v))
+    for i, n, what in lineup.whole:
+        full.append((what, memory[i][n]))
     return owners, namespace, lives, calls, by_session, at_session
 
 
