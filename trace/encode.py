@@ -65,7 +65,7 @@ _REQUEST_WRITERS: dict[type, RequestWriter] = {}
 # out), for the value of that type (tested inline), else :func:`_value_text`.
 _WRITE_AS = {
     "str": "_string(value) if type(value) is str else _value_text(value)",
-    "int": "str(value) if type(value) is int else _value_text(value)",
+    "int": "value if type(value) is int else _value_text(value)",  # an f-string writes it
     "bool": "('true' if value else 'false') if type(value) is bool else _value_text(value)",
 }
 
@@ -96,9 +96,9 @@ def _request_writer(cls: type[Op]) -> RequestWriter:
         if name == "now":
             lines.append(f"field_now = {write}")
         elif name < "now":
-            lines.append(f"field_{name} = '' if value is None else {key!r} + ({write}) + ','")
+            lines.append(f"field_{name} = '' if value is None else f'''{key}{{({write})}},'''")
         else:
-            lines.append(f"field_{name} = '' if value is None else {',' + key!r} + ({write})")
+            lines.append(f"field_{name} = '' if value is None else f''',{key}{{({write})}}'''")
         text += (_braces(key) if name == "now" else "") + "{field_" + name + "}"
     if "'" in text or "\\" in text:  # not from identifiers: refused, not miswritten
         raise TypeError(f"{cls.__name__}: a request writer takes identifiers as keys and OP")
@@ -179,16 +179,16 @@ def _event(e: Event) -> str:
     who = "" if e.input is None else f',"input":{_string(e.input)}'
     return (
         f'{{"data":{e.data}{who},"seq":{e.seq},"session":{_string(e.session)},'
-        f'"time":{e.time},"type":{_string(e.type)}}}'
+        f'"time":{e.time},"type":{_QUOTED[e.type]}}}'
     )
 
 
 def _pending(r: PendingView) -> str:
     # Keys sorted: admitted_seq, delivery, input, time, type; None left out.
-    delivery = "" if r.delivery is None else f',"delivery":{_string(r.delivery)}'
+    delivery = "" if r.delivery is None else f',"delivery":{_QUOTED[r.delivery]}'
     return (
         f'{{"admitted_seq":{r.admitted_seq}{delivery},"input":{_string(r.input)},'
-        f'"time":{r.time},"type":{_string(r.type)}}}'
+        f'"time":{r.time},"type":{_QUOTED[r.type]}}}'
     )
 
 
@@ -196,7 +196,7 @@ def _message(m: MessageView) -> str:
     # Keys sorted: copied_from, id, seq, time, type; None left out.
     copied = "" if m.copied_from is None else f'"copied_from":{_string(m.copied_from)},'
     return (
-        f'{{{copied}"id":{_string(m.id)},"seq":{m.seq},"time":{m.time},"type":{_string(m.type)}}}'
+        f'{{{copied}"id":{_string(m.id)},"seq":{m.seq},"time":{m.time},"type":{_QUOTED[m.type]}}}'
     )
 
 
@@ -205,19 +205,24 @@ def _call(c: Call) -> str:
     context = ",".join(map(_string, c.context))
     final = "true" if c.final else "false"
     return (
-        f'{{"call":{_string(c.call)},"context":[{context}],"final":{final},"kind":{_string(c.kind)},'
+        f'{{"call":{_string(c.call)},"context":[{context}],"final":{final},"kind":{_QUOTED[c.kind]},'
         f'"session":{_string(c.session)},"step":{c.step}}}'
     )
 
 
-def whole_step_text(step: Step, text: StepText) -> str:
-    """``trace.canonical(step_wire(step))``, assembled from ``text``."""
-    request, reply, observed = text
-    # Keys in sorted order: decision, index, kind, observed, phase, reply, request.
-    return (
-        f'{{"decision":{_string(step.decision)},"index":{step.index},"kind":{_string(step.kind)},'
-        f'"observed":{observed},"phase":{_string(step.phase)},"reply":{reply},"request":{request}}}'
-    )
+class _Quoted(dict[str, str]):
+    """Words of a small vocabulary as JSON string literals, each written
+    once (a look-up costs less than writing it again): a step's decision,
+    kind and phase (a few labels; a group's carry its first step's index: a
+    few thousand at most), and the protocol's event, row, message and call
+    types. Not IDs: an adapter's sessions and inputs are new in every run."""
+
+    def __missing__(self, word: str) -> str:
+        text = self[word] = _string(word)
+        return text
+
+
+_QUOTED = _Quoted()
 
 
 def header_text(header: TraceHeader) -> str:
@@ -227,7 +232,14 @@ def header_text(header: TraceHeader) -> str:
 def trace_hash_of(header: TraceHeader, steps: Iterable[Step], texts: Iterable[StepText]) -> str:
     """The trace hash (as :func:`~inboxsim.trace.record.trace_hash`) from step texts:
     the digest of the header's and each step's text, joined by newlines, encoded
-    and hashed at once (the same bytes, fewer calls)."""
+    and hashed at once (the same bytes, fewer calls). A step's text is
+    ``trace.canonical(step_wire(step))``, assembled from its three texts, its
+    keys in sorted order: decision, index, kind, observed, phase, reply, request."""
+    quoted = _QUOTED
     parts = [header_text(header)]
-    parts.extend(whole_step_text(step, text) for step, text in zip(steps, texts, strict=True))
+    parts += [
+        f'{{"decision":{quoted[step.decision]},"index":{step.index},"kind":{quoted[step.kind]},'
+        f'"observed":{observed},"phase":{quoted[step.phase]},"reply":{reply},"request":{request}}}'
+        for step, (request, reply, observed) in zip(steps, texts, strict=True)
+    ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
