@@ -73,6 +73,17 @@ def read_and_batch(t: Tracker, ctx: StepCtx, sid: str) -> tuple[list[Row], list[
     return p0, batch
 
 
+def batch_parts(batch: list[Row]) -> tuple[list[str], list[Row]]:
+    """A promoted batch's input IDs, in order, and its queued rows."""
+    ids = []
+    queued = []
+    for row in batch:  # one loop for both lists: a boundary holds a row or two
+        ids.append(row.input)
+        if row.delivery == "queue":
+            queued.append(row)
+    return ids, queued
+
+
 class BoundaryContentChecker(Checker):
     """What a boundary promotes given what else was waiting: every steer
     together, one queued input at an idle boundary, queued input never at a
@@ -106,12 +117,7 @@ class BoundaryContentChecker(Checker):
             elif row.delivery == "queue":
                 queued.append(row)
         cont = t.continuation(ctx, sid)
-        ids = []
-        queue_promoted = []
-        for row in batch:
-            ids.append(row.input)
-            if row.delivery == "queue":
-                queue_promoted.append(row)
+        ids, queue_promoted = batch_parts(batch)
 
         # steer-batch: every promotable steer, together, and nothing else.
         if steers:
@@ -224,12 +230,7 @@ class AdmissionOrderChecker(Checker):
                 queued.append(r)
             if r.type != promotable[0].type:
                 mixed = True
-        ids = []
-        queue_promoted = []
-        for r in batch:
-            ids.append(r.input)
-            if r.delivery == "queue":
-                queue_promoted.append(r)
+        ids, queue_promoted = batch_parts(batch)
         # queue-fifo: the oldest promotable queued input goes first.
         for q in queue_promoted:
             if len(queued) > 1:
