@@ -4,23 +4,19 @@ manual compaction ends or fails, consumed then, coalescing requests
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import Any
 
 from ..model.ops import Compact
 from ..model.values import Event
 from . import words
 from .base import EVENTS, VIEWS, Checker
-from .tracker import Row, SessionShadow, StepCtx, parse
+from .tracker import INPUT_OF, Row, SessionShadow, StepCtx, parse
 
 SINGLE = "single-barrier"
 BLOCKS = "barrier-blocks-promotion"
 HOLDS_LATER = "barrier-holds-later-input"
 LIFETIME = "barrier-lifetime"
 COALESCES = "barrier-coalesces"
-
-_INPUT = attrgetter("input")
-"""A pending row's ID (mapped over a view without a Python frame per entry)."""
 
 
 class BarrierEventChecker(Checker):
@@ -136,7 +132,7 @@ class BarrierEventChecker(Checker):
                     f"the pending inbox of {sid} shows {len(rows)} compaction barriers "
                     f"{words.ids([v.input for v in rows])} at step {ctx.index}",
                 )
-            self._lifetime(ctx, sh, set(map(_INPUT, rows)))
+            self._lifetime(ctx, sh, set(map(INPUT_OF, rows)))
         if sessions:
             self.touched = set()
 

@@ -21,17 +21,15 @@ from operator import attrgetter
 from ..model.ops import Compact, CrashOp, Hello, Prompt, Synthetic
 from . import words
 from .base import EVENTS, VIEWS, Checker
-from .tracker import Msg, Row, SessionShadow, StepCtx
+from .tracker import INPUT_OF, Msg, Row, SessionShadow, StepCtx
 
 REPLAY = "replay-matches-views"
 RESTART = "replay-starts-nothing"
 DURABLE = "durability"
 
 
-_INPUT = attrgetter("input")
 _ID = attrgetter("id")
-"""A pending row's and a message's ID (mapped over a view without a Python
-frame per entry: the views are judged after every step that moves one)."""
+"""A message's ID (mapped over a view, as :data:`~.tracker.INPUT_OF`)."""
 
 
 class ReplayChecker(Checker):
@@ -183,7 +181,7 @@ class DurabilityChecker(Checker):
     def _session(self, ctx: StepCtx, sh: SessionShadow) -> None:
         env = self.env
         env.hit(DURABLE)
-        once = set(map(_INPUT, sh.view_pending))
+        once = set(map(INPUT_OF, sh.view_pending))
         once.update(map(_ID, sh.view_transcript))
         if (
             len(once) == len(sh.view_pending) + len(sh.view_transcript)

@@ -10,14 +10,14 @@ adapter quiesces before it answers, so a busy session always waits on one.
 
 from __future__ import annotations
 
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from typing import Any
 
 from ..model.ops import Answer, Compact, Fork, Hello, Interrupt, Op, Prompt, Resume, Synthetic
 from ..model.values import Call, Event
 from . import words
 from .base import Checker
-from .tracker import EXEC_TYPES, TERMINALS, Row, SessionShadow, StepCtx, parse
+from .tracker import EXEC_TYPES, INPUT_OF, TERMINALS, Row, SessionShadow, StepCtx, parse
 
 WAKE = "wake-on-admission"
 LAZY = "lazy-wake"
@@ -43,8 +43,6 @@ def _work(ctx: StepCtx, sid: str) -> list[Event]:
     return work
 
 
-_INPUT = attrgetter("input")
-"""A pending row's ID (mapped over a view without a Python frame per entry)."""
 _SESSION_OF_CHANGE = itemgetter(0)
 """The session of a ``StepCtx.view_changes`` entry."""
 
@@ -585,7 +583,7 @@ class InterruptChecker(Checker):
             self.rows, self.shown = [], set()
         elif running is None or running.kind != "compaction":
             self.rows = list(sh.pending.values())
-            self.shown = set(map(_INPUT, sh.view_pending))
+            self.shown = set(map(INPUT_OF, sh.view_pending))
         else:  # the input, not the barrier of the compaction call it cancels
             keep = ("user", "synthetic")
             self.rows = [r for r in sh.pending.values() if r.type in keep]

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
@@ -216,6 +217,11 @@ class SessionShadow:
 
 
 _new_ctx = object.__new__
+
+INPUT_OF = attrgetter("input")
+"""A pending row's (or a pending view's) input ID: mapped over a view, no
+Python frame per entry (the checkers read the views after every step that
+moves one)."""
 
 NONE: Any = MappingProxyType({})
 """The empty container a ``StepCtx`` holds until the step moves something
